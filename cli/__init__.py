@@ -1,1 +1,1 @@
-X=1
+"""The ``placement`` command line (click)."""

@@ -1,1 +1,52 @@
-X=2
+"""Bundled instances (``instances/bundled/*.json``) and the seeded generators.
+
+>>> from placement.instances import load_bundled, bundled_names
+>>> "demo" in bundled_names()
+True
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from placement.errors import InstanceError
+from placement.model import Instance
+
+__all__ = ["DEFAULT_INSTANCE", "bundled_names", "bundled_path", "load_bundled", "resolve_instance"]
+
+DEFAULT_INSTANCE = "demo"
+
+
+def _folder() -> Path:
+    return Path(str(resources.files("placement.instances").joinpath("bundled")))
+
+
+def bundled_names() -> list[str]:
+    """Names of the bundled instances, sorted."""
+    return sorted(p.stem for p in _folder().glob("*.json"))
+
+
+def bundled_path(name: str) -> Path:
+    p = _folder() / f"{name}.json"
+    if not p.is_file():
+        raise InstanceError([f"no bundled instance {name!r}; bundled: {', '.join(bundled_names())}"])
+    return p
+
+
+def load_bundled(name: str = DEFAULT_INSTANCE) -> Instance:
+    """Load a bundled instance by name (``demo`` is the default)."""
+    from placement.io import load_instance
+
+    return load_instance(bundled_path(name))
+
+
+def resolve_instance(name_or_path: str | os.PathLike[str]) -> Instance:
+    """A file path if it exists, else a bundled instance name."""
+    from placement.io import load_instance
+
+    p = Path(name_or_path)
+    if p.exists() or str(name_or_path).endswith(".json") or os.sep in str(name_or_path):
+        return load_instance(p)
+    return load_bundled(str(name_or_path))

@@ -175,6 +175,20 @@ class Cluster:
                 d = self.domains[d].parent
             self._chains[sid] = tuple(chain)
 
+    @cached_property
+    def component(self) -> np.ndarray:
+        """Connected-component label of each server (servers in instance order)."""
+        labels = np.empty(len(self.server_ids), dtype=np.int64)
+        for i, sid in enumerate(self.server_ids):
+            chain = self._chains[sid]
+            labels[i] = chain[-1] if chain else len(self.domains) + i
+        return labels
+
+    @cached_property
+    def domain_members(self) -> tuple[np.ndarray, ...]:
+        """Server positions of each domain."""
+        return tuple(np.array([self._pos[s] for s in d.servers], dtype=np.int64) for d in self.domains)
+
     def chain(self, server: str) -> tuple[int, ...]:
         """Indices of the domains holding ``server``, innermost first."""
         return self._chains[server]

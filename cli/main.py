@@ -1,0 +1,277 @@
+"""``placement``: solve, validate, evaluate, list methods, generate instances.
+
+Exit codes: 0 a solution (or success), 1 internal error, 2 invalid input or usage,
+3 infeasible, 4 no solution within the limit.  Bad input never prints a traceback and
+never leaves a partial output file (files are written by rename).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from placement.errors import InvalidInputError, MethodUnavailableError, UnknownMethodError
+
+__all__ = ["main", "cli", "EXIT_OK", "EXIT_INTERNAL", "EXIT_INPUT", "EXIT_INFEASIBLE", "EXIT_NO_SOLUTION"]
+
+EXIT_OK, EXIT_INTERNAL, EXIT_INPUT, EXIT_INFEASIBLE, EXIT_NO_SOLUTION = 0, 1, 2, 3, 4
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _guard(fn: F) -> F:
+    """Map the package's exceptions to exit codes and one clear message."""
+
+    @wraps(fn)
+    def inner(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (InvalidInputError, UnknownMethodError, MethodUnavailableError) as e:
+            _err(f"error: {e}")
+            sys.exit(EXIT_INPUT)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException:
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # an internal error: say so, no traceback unless asked
+            if os.environ.get("PLACEMENT_DEBUG"):
+                raise
+            _err(f"internal error: {type(e).__name__}: {e} (set PLACEMENT_DEBUG=1 for a traceback)")
+            sys.exit(EXIT_INTERNAL)
+
+    return inner  # type: ignore[return-value]
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=False, width=max(100, Console(stderr=True).width))
+
+
+def _summary(inst: Any, sol: Any) -> None:
+    from rich.table import Table
+
+    con = _console()
+    obj = "-" if sol.objective is None else f"{sol.objective:.6g}"
+    bound = "-" if sol.bound is None else f"{sol.bound:.6g}"
+    gap = "-" if sol.gap is None else f"{100 * sol.gap:.2f}%"
+    unit = "ms" if inst.objective == "weighted_expected_iteration_time" else "s"
+    con.print(
+        f"[bold]{sol.instance}[/]  method={sol.method}  status={sol.status.value}  "
+        f"objective={obj} {unit} ({inst.objective})  bound={bound}  gap={gap}  "
+        f"wall={sol.stats.get('wall_s', 0):.2f}s"
+    )
+    if sol.stats.get("path"):
+        con.print("path: " + " -> ".join(sol.stats["path"]))
+    if sol.stats.get("message"):
+        con.print(f"note: {sol.stats['message']}")
+    if not sol.jobs:
+        return
+    t = Table(show_edge=False, pad_edge=False)
+    for col, just in (("job", "left"), ("workers", "right"), ("expected ms", "right"), ("ideal ms", "right"),
+                      ("P(straggle)", "right"), ("Gbit/s", "right"), ("servers", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for job in inst.jobs:
+        r = sol.jobs.get(job.id)
+        if r is None:
+            t.add_row(job.id, str(job.workers), "unplaced", "", "", "", "")
+            continue
+        srv = ", ".join(f"{s}:{k}" for s, k in sol.assignment[job.id].items())
+        t.add_row(job.id, str(job.workers), f"{r.expected_iteration_ms:.2f}", f"{r.ideal_iteration_ms:.2f}",
+                  f"{r.straggler_probability:.3f}", f"{r.bandwidth_gbps:g}", srv if len(srv) < 60 else srv[:57] + "...")
+    con.print(t)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="placement")
+def cli() -> None:
+    """Straggler-aware placement of gang-scheduled training jobs on GPU clusters."""
+
+
+_EXIT = {"optimal": EXIT_OK, "feasible": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "no_solution": EXIT_NO_SOLUTION, "error": EXIT_INTERNAL}
+
+
+@cli.command()
+@click.argument("instance", required=False)
+@click.option("-m", "--method", default="auto", show_default=True, help="A name from `placement methods`.")
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True, help="Seconds.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the solution JSON here (default: stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary table on stderr.")
+@_guard
+def solve(instance: str | None, method: str, time_limit: float, seed: int, threads: int, output: str | None, quiet: bool) -> None:
+    """Solve INSTANCE (a file or a bundled name; default: the bundled `demo`).
+
+    The solution JSON goes to stdout (or --output); a summary table goes to stderr.
+    """
+    import placement
+    from placement.instances import DEFAULT_INSTANCE
+    from placement.io import solution_to_dict, write_json_atomic
+
+    inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
+    placement.get_method(method)
+    sol = placement.solve(inst, method, time_limit_s=time_limit, seed=seed, threads=threads)
+    doc = solution_to_dict(sol)
+    if output:
+        write_json_atomic(output, doc)
+    else:
+        click.echo(json.dumps(doc, indent=1))
+    if not quiet:
+        _summary(inst, sol)
+    sys.exit(_EXIT[sol.status.value])
+
+
+@cli.command()
+@click.argument("instance")
+@click.argument("solution", required=False)
+@_guard
+def validate(instance: str, solution: str | None) -> None:
+    """Check INSTANCE, and SOLUTION's placement against it (every violation listed)."""
+    import placement
+
+    inst = placement.resolve_instance(instance)
+    if solution is None:
+        click.echo(f"{inst.name}: valid instance ({len(inst.servers)} servers, {len(inst.jobs)} jobs)")
+        return
+    sol = placement.load_solution(solution, inst)
+    violations = placement.validate(inst, sol.assignment, sol.unplaced)
+    if violations:
+        _err(f"{solution}: {len(violations)} violation(s):")
+        for v in violations:
+            _err(f"  - [{v.kind}] {v.message}")
+        sys.exit(EXIT_INPUT)
+    click.echo(f"{solution}: valid placement of {len(sol.assignment)} job(s) on {inst.name}")
+
+
+@cli.command()
+@click.argument("instance")
+@click.argument("solution")
+@click.option("--monte-carlo", "samples", type=click.IntRange(min=2), default=None, help="Also simulate N iterations.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@_guard
+def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> None:
+    """Recompute every figure of SOLUTION on INSTANCE with the exact evaluator (JSON on stdout)."""
+    from dataclasses import asdict
+
+    import placement
+
+    inst = placement.resolve_instance(instance)
+    sol = placement.load_solution(solution, inst)
+    violations = placement.validate(inst, sol.assignment, sol.unplaced)
+    if violations:
+        _err(f"{solution}: invalid placement, {len(violations)} violation(s):")
+        for v in violations:
+            _err(f"  - [{v.kind}] {v.message}")
+        sys.exit(EXIT_INPUT)
+    ev = placement.evaluate(inst, sol.assignment)
+    out: dict[str, Any] = {
+        "instance": inst.name,
+        "objective": ev.objective,
+        "placed_weight": ev.placed_weight,
+        "unplaced": list(ev.unplaced),
+        "jobs": {j: asdict(r) for j, r in ev.jobs.items()},
+    }
+    if sol.objective is not None and abs(sol.objective - ev.objective) > 1e-6 * max(1.0, abs(ev.objective)):
+        _err(f"note: the file says objective {sol.objective:.9g}; the evaluator computes {ev.objective:.9g}")
+    if samples:
+        mc = placement.monte_carlo(inst, sol.assignment, samples=samples, seed=seed)
+        out["monte_carlo"] = {"samples": mc.samples, "seed": mc.seed, "objective": mc.objective,
+                              "objective_ci95": mc.objective_ci,
+                              "jobs": {j: {"mean": m, "ci95": c} for j, (m, c) in mc.jobs.items()}}
+    click.echo(json.dumps(out, indent=1))
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def methods(fmt: str) -> None:
+    """List the methods in preference order, with their kind and availability."""
+    from placement.registry import REGISTRY
+
+    rows = [dict(m.as_dict()) for m in REGISTRY]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(show_edge=False, pad_edge=False)
+    for c in ("name", "kind", "available", "description"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["name"], r["kind"], "yes" if r["available"] else "no", r["description"])
+    Console(width=160).print(t)
+
+
+def _generate_options(fn: F) -> F:
+    from placement.instances.generate import JOB_MIXES, REGIMES, TOPOLOGIES, GeneratorSpec
+
+    d = GeneratorSpec()
+    opts = [
+        click.option("--topology", type=click.Choice(TOPOLOGIES), default=d.topology, show_default=True),
+        click.option("--pods", type=click.IntRange(min=1), default=d.pods, show_default=True, help="Pods (multi-pod)."),
+        click.option("--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."),
+        click.option("--servers-per-rack", type=click.IntRange(min=1), default=d.servers_per_rack, show_default=True),
+        click.option("--gpus-per-server", type=click.IntRange(min=1, max=4096), default=d.gpus_per_server, show_default=True),
+        click.option("--gpu-types", default=d.gpu_types, show_default=True, help="Comma-separated, assigned to racks in turn (H100, A100, V100, T4)."),
+        click.option("--nic-gbps", type=click.FloatRange(min=0, min_open=True), default=d.nic_gbps, show_default=True),
+        click.option("--uplink-gbps", type=click.FloatRange(min=0, min_open=True), default=d.uplink_gbps, show_default=True),
+        click.option("--core-gbps", type=click.FloatRange(min=0, min_open=True), default=d.core_gbps, show_default=True),
+        click.option("--regime", type=click.Choice(REGIMES), default=d.regime, show_default=True),
+        click.option("--hot-fraction", type=click.FloatRange(0, 1), default=d.hot_fraction, show_default=True),
+        click.option("--scenarios", type=click.IntRange(min=1), default=d.scenarios, show_default=True, help="Scenario count (correlated)."),
+        click.option("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True),
+        click.option("--job-mix", type=click.Choice(JOB_MIXES), default=d.job_mix, show_default=True),
+        click.option("--load", type=click.FloatRange(0, 4, min_open=True), default=d.load, show_default=True, help="GPU demand / free GPUs (above 1 with best_effort)."),
+        click.option("--used-fraction", type=click.FloatRange(0, 1), default=d.used_fraction, show_default=True),
+        click.option("--cpu-memory/--no-cpu-memory", default=d.cpu_memory, show_default=True),
+        click.option("--admission", type=click.Choice(["all", "best_effort"]), default=d.admission, show_default=True),
+        click.option("--objective", type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]), default=d.objective, show_default=True),
+        click.option("--seed", type=click.IntRange(min=0), default=d.seed, show_default=True),
+        click.option("--name", default=d.name, help="Instance name (default: derived from the options)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+@cli.command()
+@_generate_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here (default: stdout).")
+@_guard
+def generate(output: str | None, **kw: Any) -> None:
+    """Generate a seeded instance; its `source` records this command to reproduce it."""
+    from placement.instances.generate import GeneratorSpec, generate as gen
+    from placement.io import instance_to_dict, write_json_atomic
+
+    spec = GeneratorSpec(**kw)
+    bad = spec.problems()
+    if bad:
+        raise InvalidInputError(bad, source="placement generate")
+    doc = instance_to_dict(gen(spec))
+    if output:
+        write_json_atomic(output, doc)
+        _err(f"wrote {output}: {len(doc['jobs'])} jobs")
+    else:
+        click.echo(json.dumps(doc, indent=1))
+
+
+def main() -> None:
+    """Console-script entry point; usage errors exit 2 (click's own convention)."""
+    cli(prog_name="placement")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,286 @@
+"""Seeded generators of placement instances: leaf-spine and multi-pod topologies, GPU
+types, slowdown regimes, job mixes.
+
+Every generated instance records in ``source`` the exact ``placement generate`` command
+that reproduces it bit for bit (:func:`from_source`).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from placement.model import Instance, Job, Link, Scenarios, Server, Slowdown, Switch
+
+__all__ = ["GeneratorSpec", "generate", "from_source", "TOPOLOGIES", "REGIMES", "JOB_MIXES", "GPU_TYPES"]
+
+TOPOLOGIES = ("leaf-spine", "multi-pod")
+REGIMES = ("calm", "hot", "heavy-tail", "correlated")
+JOB_MIXES = ("elasticflow", "small", "large")
+
+GPU_TYPES: dict[str, tuple[float, float]] = {
+    # type: (relative speed, GPU-to-GPU bandwidth inside a server, Gbit/s)
+    "H100": (1.6, 3600.0),
+    "A100": (1.0, 2400.0),
+    "V100": (0.55, 1200.0),
+    "T4": (0.25, 128.0),
+}
+
+# GPUs per job, ElasticFlow cluster03 (shared/data/README.md): 1->1014, 2->85, 8->1777,
+# 16->94, 32->24, 64->17 jobs.
+_MIXES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
+    "elasticflow": ((1, 2, 8, 16, 32, 64), (1014, 85, 1777, 94, 24, 17)),
+    "small": ((1, 2, 4), (5, 3, 2)),
+    "large": ((8, 16, 32), (5, 3, 2)),
+}
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """The parameters of :func:`generate`, one per ``placement generate`` option."""
+
+    topology: str = "leaf-spine"
+    pods: int = 1
+    racks: int = 2
+    servers_per_rack: int = 4
+    gpus_per_server: int = 8
+    gpu_types: str = "A100"
+    nic_gbps: float = 100.0
+    uplink_gbps: float = 50.0
+    core_gbps: float = 25.0
+    regime: str = "hot"
+    hot_fraction: float = 0.15
+    scenarios: int = 8
+    jobs: int = 10
+    job_mix: str = "elasticflow"
+    load: float = 0.7
+    used_fraction: float = 0.0
+    cpu_memory: bool = False
+    admission: str = "all"
+    objective: str = "weighted_expected_iteration_time"
+    seed: int = 0
+    name: str = ""
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.topology not in TOPOLOGIES:
+            out.append(f"topology must be one of {', '.join(TOPOLOGIES)}, got {self.topology!r}")
+        if self.regime not in REGIMES:
+            out.append(f"regime must be one of {', '.join(REGIMES)}, got {self.regime!r}")
+        if self.job_mix not in JOB_MIXES:
+            out.append(f"job_mix must be one of {', '.join(JOB_MIXES)}, got {self.job_mix!r}")
+        for t in self.gpu_type_list:
+            if t not in GPU_TYPES:
+                out.append(f"gpu_types: unknown GPU type {t!r} (known: {', '.join(GPU_TYPES)})")
+        for f in ("pods", "racks", "servers_per_rack", "gpus_per_server", "jobs", "scenarios"):
+            if getattr(self, f) < 1:
+                out.append(f"{f} must be an integer >= 1, got {getattr(self, f)}")
+        for f in ("nic_gbps", "uplink_gbps", "core_gbps"):
+            if not getattr(self, f) > 0:
+                out.append(f"{f} must be > 0, got {getattr(self, f)}")
+        for f in ("hot_fraction", "used_fraction"):
+            if not 0 <= getattr(self, f) <= 1:
+                out.append(f"{f} must be in [0, 1], got {getattr(self, f)}")
+        if not 0 < self.load <= 4:
+            out.append(f"load must be in (0, 4] (above 1: overload, for best_effort), got {self.load}")
+        if self.seed < 0:
+            out.append(f"seed must be an integer >= 0, got {self.seed}")
+        return out
+
+    @property
+    def gpu_type_list(self) -> list[str]:
+        return [t for t in self.gpu_types.split(",") if t]
+
+    def command(self) -> str:
+        """The ``placement generate`` command line that reproduces this instance."""
+        default = GeneratorSpec()
+        parts = ["placement", "generate"]
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v == getattr(default, f.name) and f.name != "seed":
+                continue
+            opt = "--" + f.name.replace("_", "-")
+            if isinstance(v, bool):
+                parts.append(opt if v else "--no-" + f.name.replace("_", "-"))
+            else:
+                parts += [opt, str(v)]
+        return shlex.join(parts)
+
+
+def from_source(source: str) -> Instance:
+    """Re-run the ``placement generate`` command recorded in an instance's ``source``."""
+    words = shlex.split(source)
+    if words[:2] != ["placement", "generate"]:
+        raise ValueError(f"source is not a 'placement generate' command: {source!r}")
+    kw: dict[str, object] = {}
+    types = {f.name: f.type for f in fields(GeneratorSpec)}
+    it = iter(words[2:])
+    for w in it:
+        if w.startswith("--no-"):
+            kw[w[5:].replace("-", "_")] = False
+            continue
+        key = w[2:].replace("-", "_")
+        t = types[key]
+        if t in ("bool", bool):
+            kw[key] = True
+            continue
+        val = next(it)
+        kw[key] = int(val) if t in ("int", int) else float(val) if t in ("float", float) else val
+    return generate(GeneratorSpec(**kw))  # type: ignore[arg-type]
+
+
+def _slowdown(rng: np.random.Generator, regime: str, hot: bool) -> Slowdown:
+    if regime == "calm":
+        return Slowdown((1.0, 1.2), (0.99, 0.01))
+    if regime == "hot" or regime == "correlated":
+        if hot:
+            p_slow = float(np.round(rng.uniform(0.25, 0.5), 3))
+            p_bad = float(np.round(rng.uniform(0.03, 0.1), 3))
+            return Slowdown((1.0, 1.5, 3.0), (round(1 - p_slow - p_bad, 3), p_slow, p_bad))
+        p = float(np.round(rng.uniform(0.0, 0.03), 3))
+        return Slowdown((1.0, 1.2), (round(1 - p, 3), p)) if p > 0 else Slowdown()
+    # heavy tail: geometric decay over 1, 1.3, 2, 5, 10 with a per-server rate
+    r = rng.uniform(0.05, 0.35) * (2.5 if hot else 1.0)
+    r = min(r, 0.9)
+    w = np.array([1.0, r, r**2, r**3, r**4])
+    p = np.round(w / w.sum(), 4)
+    p[0] = round(1.0 - float(p[1:].sum()), 4)
+    return Slowdown((1.0, 1.3, 2.0, 5.0, 10.0), tuple(float(x) for x in p))
+
+
+def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
+    """A seeded instance; ``generate(racks=4, seed=3)`` or ``generate(GeneratorSpec(...))``.
+
+    >>> inst = generate(racks=2, servers_per_rack=2, jobs=3, seed=1)
+    >>> len(inst.servers), len(inst.jobs)
+    (4, 3)
+    """
+    if spec is None:
+        spec = GeneratorSpec(**kw)  # type: ignore[arg-type]
+    elif kw:
+        spec = GeneratorSpec(**{**asdict(spec), **kw})  # type: ignore[arg-type]
+    bad = spec.problems()
+    if bad:
+        raise ValueError("; ".join(bad))
+    rng = np.random.default_rng(spec.seed)
+    types = spec.gpu_type_list
+    servers: list[Server] = []
+    switches: list[Switch] = []
+    links: list[Link] = []
+    rack_of: list[int] = []
+    n_racks = spec.pods * spec.racks
+    spines = [Switch(f"spine{k}") for k in range(2 if spec.topology == "leaf-spine" else 1)]
+    if spec.topology == "multi-pod":
+        switches.append(Switch("core"))
+    for p in range(spec.pods):
+        agg = None
+        if spec.topology == "multi-pod":
+            agg = Switch(f"agg{p}")
+            switches.append(agg)
+            links.append(Link(agg.id, "core", spec.core_gbps))
+        for r in range(spec.racks):
+            rack = p * spec.racks + r
+            tor = Switch(f"tor{rack}")
+            switches.append(tor)
+            if agg is not None:
+                links.append(Link(tor.id, agg.id, spec.uplink_gbps))
+            gtype = types[rack % len(types)]
+            for k in range(spec.servers_per_rack):
+                sid = f"s{len(servers)}"
+                hot = bool(rng.random() < spec.hot_fraction)
+                used = 0
+                if spec.used_fraction > 0 and rng.random() < spec.used_fraction:
+                    used = int(rng.integers(1, spec.gpus_per_server + 1)) // 2 * 2 or 1
+                    used = min(used, spec.gpus_per_server)
+                sd = _slowdown(rng, spec.regime, hot) if spec.regime != "correlated" else Slowdown()
+                if spec.regime == "correlated":
+                    _ = _slowdown(rng, spec.regime, hot)  # keep the random stream aligned with 'hot'
+                servers.append(
+                    Server(
+                        id=sid,
+                        gpus=spec.gpus_per_server,
+                        gpu_type=gtype,
+                        intra_bandwidth_gbps=GPU_TYPES[gtype][1],
+                        used_gpus=used,
+                        cpus=float(spec.gpus_per_server * 12) if spec.cpu_memory else None,
+                        memory_gb=float(spec.gpus_per_server * 96) if spec.cpu_memory else None,
+                        slowdown=sd,
+                    )
+                )
+                rack_of.append(rack)
+                links.append(Link(sid, tor.id, spec.nic_gbps))
+    if spec.topology == "leaf-spine":
+        switches = spines + switches
+        for k in range(n_racks):
+            for sp in spines:
+                links.append(Link(f"tor{k}", sp.id, spec.uplink_gbps))
+    scenarios = None
+    if spec.regime == "correlated":
+        S = spec.scenarios
+        # scenario 0: nominal; others: one rack's switch congests, plus random hot servers
+        base = float(np.round(rng.uniform(0.55, 0.75), 3))
+        rest = rng.dirichlet(np.ones(S - 1)) * (1 - base) if S > 1 else np.zeros(0)
+        probs = [base] + [float(x) for x in np.round(rest, 4)]
+        probs[0] = round(1.0 - sum(probs[1:]), 4)
+        table = {s.id: [1.0] * S for s in servers}
+        for s in range(1, S):
+            rack = int(rng.integers(n_racks))
+            factor = float(np.round(rng.uniform(1.3, 2.5), 2))
+            for i, s_ in enumerate(servers):
+                if rack_of[i] == rack:
+                    table[s_.id][s] = factor
+                elif rng.random() < spec.hot_fraction / 2:
+                    table[s_.id][s] = float(np.round(rng.uniform(1.2, 3.0), 2))
+        table = {k: v for k, v in table.items() if any(x != 1.0 for x in v)}
+        scenarios = Scenarios(tuple(probs), {k: tuple(v) for k, v in table.items()})
+    # jobs: gang sizes from the mix, scaled so that the demand is about load x free GPUs
+    free = sum(s.free_gpus for s in servers)
+    sizes_all, weights = _MIXES[spec.job_mix]
+    cap = max(1, min(max(sizes_all), free // 2 if free >= 2 else 1))
+    choices = [(s, w) for s, w in zip(sizes_all, weights) if s <= cap] or [(1, 1.0)]
+    cs = np.array([c[0] for c in choices])
+    ws = np.array([c[1] for c in choices], dtype=float)
+    sizes = rng.choice(cs, size=spec.jobs, p=ws / ws.sum())
+    target = max(spec.jobs, int(spec.load * free))
+    while sizes.sum() > target and sizes.max() > 1:
+        i = int(np.argmax(sizes))
+        sizes[i] = max(1, sizes[i] // 2)
+    jobs = []
+    for k, w in enumerate(sizes):
+        compute = float(np.round(rng.lognormal(np.log(120), 0.5), 1))
+        grad = float(np.round(rng.choice([25, 100, 350, 1300]) * rng.uniform(0.8, 1.2), 1))
+        iters = int(rng.choice([1000, 5000, 20000, 100000]))
+        speed = None
+        if len(types) > 1:
+            allowed = [t for t in types if rng.random() < 0.8] or [types[0]]
+            speed = {t: GPU_TYPES[t][0] for t in allowed}
+        jobs.append(
+            Job(
+                id=f"j{k}",
+                workers=int(w),
+                compute_ms=compute,
+                gradient_mb=grad,
+                iterations=iters,
+                weight=float(rng.choice([1.0, 1.0, 2.0])),
+                gpu_speed=speed,
+                cpus_per_worker=float(rng.choice([4.0, 8.0, 12.0])) if spec.cpu_memory else None,
+                memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
+            )
+        )
+    name = spec.name or f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
+    return Instance(
+        name=name,
+        servers=tuple(servers),
+        jobs=tuple(jobs),
+        switches=tuple(switches),
+        links=tuple(links),
+        scenarios=scenarios,
+        objective=spec.objective,
+        admission=spec.admission,
+        source=spec.command(),
+    )
+
+

@@ -1,0 +1,145 @@
+"""The method registry, declared as data, in preference order.
+
+Listing methods or checking their availability never imports a solver:
+availability is ``importlib.util.find_spec`` on the modules a method needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from placement.errors import UnknownMethodError
+from placement.model import Assignment, Instance
+
+__all__ = ["Options", "Outcome", "MethodSpec", "REGISTRY", "get_method", "list_methods", "KINDS"]
+
+KINDS = ("auto", "exact", "heuristic", "baseline")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every method receives. ``start`` is a placement to warm-start from."""
+
+    time_limit_s: float = 10.0
+    seed: int = 0
+    threads: int = 1
+    start: Assignment | None = None
+    deadline: float = 0.0
+    """Absolute ``time.monotonic()`` by which the method must return."""
+
+
+@dataclass
+class Outcome:
+    """What a method returns to :func:`placement.solve`, which validates and evaluates it.
+
+    ``assignment`` ``None`` means no placement was found.  ``optimal`` and ``infeasible``
+    are claims of proof; ``bound`` must be a valid lower bound on the true objective.
+    """
+
+    assignment: Assignment | None
+    optimal: bool = False
+    infeasible: bool = False
+    bound: float | None = None
+    path: list[str] = field(default_factory=list)
+    backend: str | None = None
+    backend_version: str | None = None
+    message: str | None = None
+
+
+MethodFn = Callable[[Instance, Options], Outcome]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    kind: str
+    description: str
+    entry: str
+    """``module:function`` implementing ``(instance, options) -> Outcome``."""
+    requires: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        return all(importlib.util.find_spec(m) is not None for m in self.requires)
+
+    def load(self) -> MethodFn:
+        mod, _, fn = self.entry.partition(":")
+        return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+
+    def as_dict(self) -> Mapping[str, Any]:
+        return {"name": self.name, "kind": self.kind, "available": self.available, "description": self.description}
+
+
+REGISTRY: tuple[MethodSpec, ...] = (
+    MethodSpec(
+        "auto", "auto",
+        "Proven optimum by enumeration where the instance is tiny; otherwise straggler-aware greedy "
+        "improved by local search within the time limit. Says in stats.path which way it went.",
+        "placement.solve:auto_method",
+    ),
+    MethodSpec(
+        "brute_force", "exact",
+        "Enumerates every gang placement (tiny instances only); the oracle of the tests. Proves optimality and infeasibility.",
+        "placement.bruteforce:brute_force",
+    ),
+    MethodSpec(
+        "greedy", "heuristic",
+        "Straggler- and communication-aware greedy: each job (largest gang first) takes the candidate server set, "
+        "inside each bandwidth domain, of least exact expected iteration time.",
+        "placement.heuristics:greedy",
+    ),
+    MethodSpec(
+        "local_search", "heuristic",
+        "Improves a start (greedy by default) with job re-insertion, worker relocation and swaps between jobs, "
+        "evaluated incrementally and exactly, seeded, within the time limit.",
+        "placement.heuristics:local_search",
+    ),
+    MethodSpec(
+        "first_fit", "baseline",
+        "Kubernetes-style: jobs in order, each worker on the first server (in instance order) with room.",
+        "placement.baselines:first_fit",
+    ),
+    MethodSpec(
+        "best_fit", "baseline",
+        "Packing (most-allocated): each worker on the feasible server with the fewest free GPUs.",
+        "placement.baselines:best_fit",
+    ),
+    MethodSpec(
+        "spread", "baseline",
+        "Least-allocated: each worker on the feasible server with the most free GPUs.",
+        "placement.baselines:spread",
+    ),
+    MethodSpec(
+        "consolidate", "baseline",
+        "Tiresias/Gandiva-style: fewest servers, then the narrowest bandwidth domain (fewest racks); ignores slowdowns.",
+        "placement.baselines:consolidate",
+    ),
+    MethodSpec(
+        "max_survival", "baseline",
+        "The seed prototype's rule: servers with the highest probability of no slowdown, ignoring communication.",
+        "placement.baselines:max_survival",
+    ),
+    MethodSpec(
+        "random", "baseline",
+        "Jobs in a seeded random order, each filling servers taken in a seeded random order.",
+        "placement.baselines:random_placement",
+    ),
+)
+
+_BY_NAME = {m.name: m for m in REGISTRY}
+
+
+def get_method(name: str) -> MethodSpec:
+    """The registry entry of ``name``; :class:`UnknownMethodError` lists the valid names."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownMethodError(name, [m.name for m in REGISTRY]) from None
+
+
+def list_methods(*, only_available: bool = False) -> list[MethodSpec]:
+    return [m for m in REGISTRY if m.available or not only_available]

@@ -1,0 +1,191 @@
+"""``placement.solve``: run a method, then validate and evaluate what it returns.
+
+Whatever the method, the returned :class:`~placement.model.Solution` holds only numbers
+the evaluator computed, a placement the validator accepted, and a bound only when it is
+valid for the true objective.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from importlib import metadata
+
+import numpy as np
+
+from placement.errors import MethodUnavailableError
+from placement.evaluate import evaluate, job_lower_bound, lower_bound
+from placement.model import Assignment, Instance, Solution, Status
+from placement.registry import Options, Outcome, get_method
+from placement.validate import validate
+
+__all__ = ["solve", "infeasibility_reason", "auto_method", "AUTO_BRUTE_FORCE_SIZE"]
+
+AUTO_BRUTE_FORCE_SIZE = 20_000
+"""``auto`` enumerates when the search space (product of per-job allocation counts) is below this."""
+
+
+def _version() -> str:
+    try:
+        return metadata.version("placement")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def infeasibility_reason(instance: Instance) -> str | None:
+    """A short proof that no placement places every job, or ``None`` if none is found.
+
+    Necessary conditions only (admission ``all``): a job with no usable server set
+    (allowed servers, one connected component, ``max_servers``), total GPU/CPU/memory
+    demand above supply, or a deadline that even the job's lower bound misses.
+    """
+    if instance.admission != "all" or not instance.jobs:
+        return None
+    from placement.state import State
+
+    st = State(instance)
+    for jp, job in enumerate(instance.jobs):
+        allowed = st.allowed(jp)
+        rooms = st.room(jp, allowed) if len(allowed) else np.zeros(0, dtype=np.int64)
+        best = 0
+        for comp in set(st.component[allowed].tolist()):
+            r = np.sort(rooms[st.component[allowed] == comp])[::-1]
+            if job.max_servers is not None:
+                r = r[: job.max_servers]
+            best = max(best, int(r.sum()))
+        if best < job.workers:
+            return (
+                f"job {job.id!r} needs {job.workers} GPUs but at most {best} fit on the servers it may use "
+                "together (allowed types/servers, one connected component, max_servers, CPU/memory)"
+            )
+        if job.deadline_s is not None:
+            lb = job_lower_bound(instance, jp) * (job.iterations or 0) / 1000.0
+            if lb > job.deadline_s * (1 + 1e-9):
+                return f"job {job.id!r} cannot meet its deadline {job.deadline_s:g} s: even its lower bound takes {lb:.6g} s"
+    need = sum(j.workers for j in instance.jobs)
+    have = int(st.gpus.sum())
+    if need > have:
+        return f"the jobs need {need} GPUs, the cluster has {have} free"
+    for attr, per, cap in (("CPUs", "cpus_per_worker", st.cpus), ("GB of memory", "memory_gb_per_worker", st.mem)):
+        demand = sum(j.workers * (getattr(j, per) or 0.0) for j in instance.jobs)
+        supply = float(cap.sum())
+        if math.isfinite(supply) and demand > supply * (1 + 1e-9):
+            return f"the jobs need {demand:g} {attr}, the cluster has {supply:g}"
+    return None
+
+
+def auto_method(instance: Instance, opts: Options) -> Outcome:
+    """Enumerate tiny instances to proven optimality; otherwise greedy, then local search
+    with the rest of the time limit, warm-started from greedy."""
+    from placement.bruteforce import brute_force, estimate_size
+    from placement.heuristics import greedy, local_search
+
+    path: list[str] = []
+    if estimate_size(instance) <= AUTO_BRUTE_FORCE_SIZE:
+        out = brute_force(instance, opts)
+        out.path = ["auto:brute_force"] + out.path
+        if out.assignment is not None or out.infeasible:
+            return out
+        path += out.path
+    g = greedy(instance, opts)
+    path += ["auto:heuristic"] + g.path
+    if g.assignment is None:
+        return Outcome(None, path=path, message=g.message)
+    ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, g.assignment, opts.deadline))
+    ls.path = path + ls.path
+    if ls.assignment is None:
+        return Outcome(g.assignment, path=ls.path + ["kept greedy"])
+    return ls
+
+
+def solve(
+    instance: Instance,
+    method: str = "auto",
+    *,
+    time_limit_s: float = 10.0,
+    seed: int = 0,
+    threads: int = 1,
+    start: Assignment | None = None,
+) -> Solution:
+    """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
+
+    >>> import placement
+    >>> sol = placement.solve(placement.load_bundled("tiny"), "greedy", seed=1)
+    >>> sol.status.value
+    'feasible'
+
+    Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
+    :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
+    statuses of the returned solution.
+    """
+    spec = get_method(method)
+    for name, value, ok in (
+        ("time_limit_s", time_limit_s, isinstance(time_limit_s, (int, float)) and time_limit_s > 0),
+        ("seed", seed, isinstance(seed, int) and seed >= 0),
+        ("threads", threads, isinstance(threads, int) and threads >= 1),
+    ):
+        if not ok or isinstance(value, bool):
+            raise ValueError(f"The {name!r} parameter of solve must be positive. Got {value!r} instead.")
+    if not spec.available:
+        raise MethodUnavailableError(f"method {spec.name!r} needs {', '.join(spec.requires)}, which is not installed")
+    t0 = time.monotonic()
+    opts = Options(float(time_limit_s), seed, threads, start, t0 + float(time_limit_s))
+    fn: Callable[[Instance, Options], Outcome] = spec.load()
+    outcome = fn(instance, opts)
+    return _finish(instance, spec.name, outcome, opts, t0)
+
+
+def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float) -> Solution:
+    stats: dict[str, object] = {
+        "time_limit_s": opts.time_limit_s,
+        "seed": opts.seed,
+        "threads": opts.threads,
+        "backend": out.backend or "placement",
+        "backend_version": out.backend_version or _version(),
+        "path": list(out.path),
+    }
+    if out.message:
+        stats["message"] = out.message
+    all_jobs = tuple(j.id for j in instance.jobs)
+
+    def empty(status: Status) -> Solution:
+        stats["wall_s"] = time.monotonic() - t0
+        return Solution(instance.name, method, status, None, None, {}, all_jobs, {}, stats)
+
+    if out.assignment is None:
+        if out.infeasible:
+            return empty(Status.INFEASIBLE)
+        reason = infeasibility_reason(instance)
+        if reason is not None:
+            stats["message"] = reason
+            return empty(Status.INFEASIBLE)
+        return empty(Status.NO_SOLUTION)
+    assignment = {j: {s: int(k) for s, k in a.items() if k > 0} for j, a in out.assignment.items()}
+    assignment = {j: a for j, a in assignment.items() if a}
+    violations = validate(instance, assignment)
+    if violations:
+        stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))
+        return empty(Status.ERROR)
+    ev = evaluate(instance, assignment)
+    stats["placed_weight"] = ev.placed_weight
+    bound = out.bound
+    if bound is None:
+        bound = lower_bound(instance)
+    if bound is not None and bound > ev.objective * (1 + 1e-9) + 1e-9:
+        # a bound above the true objective is not a bound: never report it
+        stats["message"] = f"dropped bound {bound:.9g} above the true objective {ev.objective:.9g}"
+        bound = None
+    status = Status.OPTIMAL if out.optimal else Status.FEASIBLE
+    stats["wall_s"] = time.monotonic() - t0
+    return Solution(
+        instance=instance.name,
+        method=method,
+        status=status,
+        objective=ev.objective,
+        bound=bound,
+        assignment=assignment,
+        unplaced=ev.unplaced,
+        jobs=ev.jobs,
+        stats=stats,
+    )

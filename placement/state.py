@@ -1,0 +1,162 @@
+"""Mutable working state shared by the constructive methods: remaining capacity and the
+partial assignment, with per-job helpers (allowed servers, room, exact single-job cost)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from placement.evaluate import comm_ms, job_weight_factor
+from placement.model import Assignment, Instance
+
+__all__ = ["State"]
+
+_EPS = 1e-9
+
+
+class State:
+    """Remaining GPUs/CPU/memory per server and the placement built so far.
+
+    ``x[jp]`` maps server positions to worker counts of job position ``jp``.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.idx = instance.eval_index
+        self.cluster = instance.cluster
+        servers = instance.servers
+        self.n = len(servers)
+        self.gpus = self.cluster.free_gpus.astype(np.int64).copy()
+        self.cpus = np.array([math.inf if s.cpus is None else s.cpus for s in servers], dtype=float)
+        self.mem = np.array([math.inf if s.memory_gb is None else s.memory_gb for s in servers], dtype=float)
+        self.x: dict[int, dict[int, int]] = {}
+        self._allowed: dict[int, np.ndarray] = {}
+        self._a: dict[int, np.ndarray] = {}
+        self._score: dict[int, np.ndarray] = {}
+        self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
+        self.component = self.cluster.component
+
+    # ------------------------------------------------------------- per job
+    def allowed(self, jp: int) -> np.ndarray:
+        """Server positions job ``jp`` may use (GPU type and ``allowed_servers``)."""
+        if jp not in self._allowed:
+            job = self.instance.jobs[jp]
+            self._allowed[jp] = np.array(
+                [sp for sp, s in enumerate(self.instance.servers) if job.allows(s)], dtype=np.int64
+            )
+        return self._allowed[jp]
+
+    def a(self, jp: int) -> np.ndarray:
+        """Ideal per-worker compute time of ``jp`` on every server (inf where not allowed)."""
+        if jp not in self._a:
+            self._a[jp] = np.array([self.idx.a(jp, sp) for sp in range(self.n)])
+        return self._a[jp]
+
+    def score(self, jp: int) -> np.ndarray:
+        """Expected compute time ``a * E[S]`` of ``jp`` on every server."""
+        if jp not in self._score:
+            a = self.a(jp)
+            mean = np.array([self.idx.mean_slowdown(jp, sp) for sp in range(self.n)])
+            self._score[jp] = a * mean
+        return self._score[jp]
+
+    def room(self, jp: int, sps: np.ndarray | Sequence[int]) -> np.ndarray:
+        """How many more workers of ``jp`` each server in ``sps`` can take now."""
+        job = self.instance.jobs[jp]
+        sps = np.asarray(sps, dtype=np.int64)
+        r = self.gpus[sps].astype(float)
+        if job.cpus_per_worker:
+            r = np.minimum(r, np.floor(self.cpus[sps] / job.cpus_per_worker + _EPS))
+        if job.memory_gb_per_worker:
+            r = np.minimum(r, np.floor(self.mem[sps] / job.memory_gb_per_worker + _EPS))
+        return np.maximum(r, 0).astype(np.int64)
+
+    def take(self, jp: int, alloc: Mapping[int, int]) -> None:
+        job = self.instance.jobs[jp]
+        for sp, k in alloc.items():
+            self.gpus[sp] -= k
+            if job.cpus_per_worker:
+                self.cpus[sp] -= k * job.cpus_per_worker
+            if job.memory_gb_per_worker:
+                self.mem[sp] -= k * job.memory_gb_per_worker
+        self.x[jp] = dict(alloc)
+
+    def release(self, jp: int) -> dict[int, int]:
+        alloc = self.x.pop(jp, {})
+        job = self.instance.jobs[jp]
+        for sp, k in alloc.items():
+            self.gpus[sp] += k
+            if job.cpus_per_worker:
+                self.cpus[sp] += k * job.cpus_per_worker
+            if job.memory_gb_per_worker:
+                self.mem[sp] += k * job.memory_gb_per_worker
+        return alloc
+
+    # ---------------------------------------------------------------- costs
+    def costs(self, jp: int, sets: Sequence[Sequence[int]]) -> np.ndarray:
+        """Objective contribution ``w_j E[T_j]`` of ``jp`` on each server set (exact, from
+        the evaluator's kernel); inf when the set is unreachable or misses the deadline."""
+        job = self.instance.jobs[jp]
+        keys = [tuple(sorted(s)) for s in sets]
+        todo = [k for k in dict.fromkeys(keys) if (jp, k) not in self._cost_cache]
+        if todo:
+            e, _, _ = self.idx.expected_max([(jp, k) for k in todo])
+            wf = job_weight_factor(self.instance, job)
+            for k, ek in zip(todo, e):
+                ids = [self.instance.servers[sp].id for sp in k]
+                t = float(ek) + comm_ms(job, self.cluster.bandwidth(ids))
+                if job.deadline_s is not None and (job.iterations or 0) * t / 1000.0 > job.deadline_s:
+                    t = math.inf
+                # weight factor may be 0 (jct objective with 0 iterations is refused by the loader)
+                self._cost_cache[(jp, k)] = wf * t if math.isfinite(t) else math.inf
+        return np.array([self._cost_cache[(jp, k)] for k in keys])
+
+    def cost(self, jp: int, alloc: Mapping[int, int]) -> float:
+        return float(self.costs(jp, [list(alloc)])[0])
+
+    # ---------------------------------------------------------------- output
+    def assignment(self) -> Assignment:
+        servers = self.instance.servers
+        return {
+            self.instance.jobs[jp].id: {servers[sp].id: int(k) for sp, k in sorted(alloc.items()) if k > 0}
+            for jp, alloc in sorted(self.x.items())
+        }
+
+    @classmethod
+    def from_assignment(cls, instance: Instance, assignment: Assignment) -> State:
+        st = cls(instance)
+        for jid, a in assignment.items():
+            alloc = {instance.server_pos[s]: int(k) for s, k in a.items() if k > 0}
+            if alloc:
+                st.take(instance.job_pos[jid], alloc)
+        return st
+
+    def fill(self, jp: int, order: Sequence[int], *, one_component: bool = True) -> dict[int, int] | None:
+        """Put ``jp``'s workers on servers in ``order`` as many as each has room for,
+        within one connected component and ``max_servers``; ``None`` if it cannot fit."""
+        job = self.instance.jobs[jp]
+        order = np.asarray(order, dtype=np.int64)
+        if len(order) == 0:
+            return None
+        rooms = self.room(jp, order)
+        comps = self.component[order] if one_component else np.zeros(len(order), dtype=np.int64)
+        tried: set[int] = set()
+        for c in comps:
+            if int(c) in tried:
+                continue
+            tried.add(int(c))
+            need = job.workers
+            alloc: dict[int, int] = {}
+            for sp, r, cc in zip(order, rooms, comps):
+                if cc != c or r <= 0:
+                    continue
+                k = int(min(r, need))
+                alloc[int(sp)] = k
+                need -= k
+                if need == 0:
+                    break
+            if need == 0 and (job.max_servers is None or len(alloc) <= job.max_servers):
+                return alloc
+        return None
