@@ -1,1 +1,1 @@
-X=3
+"""Exact formulations (CP-SAT, MILP) of the placement model; see the issue "Exact formulations"."""

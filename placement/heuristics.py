@@ -297,6 +297,43 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = 6) -> bool:
     return False
 
 
+def _perturb(st: State, opts: Options, rng: np.random.Generator, t_end: float) -> tuple[int, int]:
+    """Iterated local search: ruin 2-4 random jobs, recreate them greedily in random order,
+    hill-climb, keep the result only if it is better.  Stops at the time limit or after
+    ``max(30, 3 J)`` kicks in a row that did not help."""
+    inst = st.instance
+    J = len(inst.jobs)
+    if J < 2:
+        return 0, 0
+    best_rank, best = rank(st), st.snapshot()
+    patience = max(30, 3 * J)
+    kicks = kept = fails = 0
+    while fails < patience and time.monotonic() < t_end:
+        kicks += 1
+        placed = sorted(st.x)
+        k = int(min(len(placed), rng.integers(2, 5)))
+        if k == 0:
+            break
+        victims = [int(v) for v in rng.choice(placed, size=k, replace=False)]
+        for jp in victims:
+            st.release(jp)
+        for jp in rng.permutation(victims):
+            alloc, _ = greedy_job(st, int(jp))
+            if alloc is not None:
+                st.take(int(jp), alloc)
+        _improve(st, opts, rng, t_end)
+        r = rank(st)
+        if r[0] < best_rank[0] or (r[0] == best_rank[0] and _better(r[1], best_rank[1])):
+            best_rank, best = r, st.snapshot()
+            kept += 1
+            fails = 0
+        else:
+            st.restore(best)
+            fails += 1
+    st.restore(best)
+    return kicks, kept
+
+
 def local_search(instance: Instance, opts: Options) -> Outcome:
     """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
     t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
@@ -312,7 +349,8 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
         st = State.from_assignment(instance, g.assignment)
     rng = np.random.default_rng(opts.seed)
     moves = _improve(st, opts, rng, t_end)
-    path.append(f"local_search({moves} moves)")
+    kicks, kept = _perturb(st, opts, rng, t_end)
+    path.append(f"local_search({moves} moves, {kicks} kicks, {kept} kept)")
     if not _complete(instance, st):
         return Outcome(None, path=path, message="local search could not place every job")
     return Outcome(st.assignment(), path=path)

@@ -94,6 +94,14 @@ class State:
                 self.mem[sp] += k * job.memory_gb_per_worker
         return alloc
 
+    def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray]:
+        return ({j: dict(a) for j, a in self.x.items()}, self.gpus.copy(), self.cpus.copy(), self.mem.copy())
+
+    def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray]) -> None:
+        x, g, c, m = snap
+        self.x = {j: dict(a) for j, a in x.items()}
+        self.gpus, self.cpus, self.mem = g.copy(), c.copy(), m.copy()
+
     # ---------------------------------------------------------------- costs
     def costs(self, jp: int, sets: Sequence[Sequence[int]]) -> np.ndarray:
         """Objective contribution ``w_j E[T_j]`` of ``jp`` on each server set (exact, from
