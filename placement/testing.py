@@ -143,7 +143,7 @@ def instances(
         if hetero and draw(b):
             need_types = {servers[i].gpu_type for i in alloc}
             extra = set(draw(st.lists(st.sampled_from(types), max_size=2)))
-            speed = {t: draw(st.sampled_from([0.5, 1.0, 2.0])) for t in sorted(need_types | extra)}
+            speed = {t: draw(st.sampled_from([0.5, 1.0, 2.0])) for t in sorted((need_types | extra) or {types[0]})}
         over: dict[str, Any] = {}
         if use_over and draw(b):
             sid = f"s{draw(st.integers(0, n - 1))}"
