@@ -134,6 +134,20 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
     sys.exit(_EXIT[sol.status.value])
 
 
+def _checked_solution(inst: Any, path: str) -> Any:
+    """Load SOLUTION and validate its placement; every violation listed, exit 2 if any."""
+    import placement
+
+    sol = placement.load_solution(path, inst)
+    violations = placement.validate(inst, sol.assignment, sol.unplaced)
+    if violations:
+        _err(f"{path}: invalid placement, {len(violations)} violation(s):")
+        for v in violations:
+            _err(f"  - [{v.kind}] {v.message}")
+        sys.exit(EXIT_INPUT)
+    return sol
+
+
 @cli.command()
 @click.argument("instance")
 @click.argument("solution", required=False)
@@ -146,13 +160,7 @@ def validate(instance: str, solution: str | None) -> None:
     if solution is None:
         click.echo(f"{inst.name}: valid instance ({len(inst.servers)} servers, {len(inst.jobs)} jobs)")
         return
-    sol = placement.load_solution(solution, inst)
-    violations = placement.validate(inst, sol.assignment, sol.unplaced)
-    if violations:
-        _err(f"{solution}: {len(violations)} violation(s):")
-        for v in violations:
-            _err(f"  - [{v.kind}] {v.message}")
-        sys.exit(EXIT_INPUT)
+    sol = _checked_solution(inst, solution)
     click.echo(f"{solution}: valid placement of {len(sol.assignment)} job(s) on {inst.name}")
 
 
@@ -169,13 +177,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
     import placement
 
     inst = placement.resolve_instance(instance)
-    sol = placement.load_solution(solution, inst)
-    violations = placement.validate(inst, sol.assignment, sol.unplaced)
-    if violations:
-        _err(f"{solution}: invalid placement, {len(violations)} violation(s):")
-        for v in violations:
-            _err(f"  - [{v.kind}] {v.message}")
-        sys.exit(EXIT_INPUT)
+    sol = _checked_solution(inst, solution)
     ev = placement.evaluate(inst, sol.assignment)
     out: dict[str, Any] = {
         "instance": inst.name,

@@ -439,17 +439,24 @@ def instance_from_dict(data: Any, *, source: str | None = None, _pre: Sequence[s
     return _build(data)
 
 
-def load_instance(path: str | os.PathLike[str]) -> Instance:
-    """Read an instance file (raises :class:`InstanceError` on any problem)."""
+def _read(path: str | os.PathLike[str], error: type[InstanceError] | type[SolutionFormatError], what: str) -> tuple[Any, list[str], str]:
+    """Read and parse a JSON file: ``(data, problems so far, source)``; raises ``error``
+    when there is nothing to check further."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise InstanceError([f"cannot read {p}: {e}"], source=str(p)) from None
-    data, problems = parse_json(text, what="instance")
+        raise error([f"cannot read {p}: {e}"], source=str(p)) from None
+    data, problems = parse_json(text, what=what)
     if data is None:
-        raise InstanceError(problems, source=str(p))
-    return instance_from_dict(data, source=str(p), _pre=problems)
+        raise error(problems, source=str(p))
+    return data, problems, str(p)
+
+
+def load_instance(path: str | os.PathLike[str]) -> Instance:
+    """Read an instance file (raises :class:`InstanceError` on any problem)."""
+    data, problems, src = _read(path, InstanceError, "instance")
+    return instance_from_dict(data, source=src, _pre=problems)
 
 
 def _slowdown_dict(s: Slowdown) -> dict[str, Any]:
@@ -603,15 +610,9 @@ def solution_from_dict(data: Any, instance: Instance | None = None, *, source: s
 
 
 def load_solution(path: str | os.PathLike[str], instance: Instance | None = None) -> Solution:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SolutionFormatError([f"cannot read {p}: {e}"], source=str(p)) from None
-    data, problems = parse_json(text, what="solution")
-    if data is None:
-        raise SolutionFormatError(problems, source=str(p))
-    return solution_from_dict(data, instance, source=str(p), _pre=problems)
+    """Read a solution file; with ``instance``, its ids are checked against it."""
+    data, problems, src = _read(path, SolutionFormatError, "solution")
+    return solution_from_dict(data, instance, source=src, _pre=problems)
 
 
 def dump_solution(sol: Solution, path: str | os.PathLike[str]) -> None:
