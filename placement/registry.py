@@ -77,14 +77,34 @@ class MethodSpec:
 REGISTRY: tuple[MethodSpec, ...] = (
     MethodSpec(
         "auto", "auto",
-        "Proven optimum by enumeration where the instance is tiny; otherwise straggler-aware greedy "
-        "improved by local search within the time limit. Says in stats.path which way it went.",
+        "Enumeration where the instance is tiny; else greedy, an exact solve warm-started from it where the "
+        "model is small enough (HiGHS, then CP-SAT, then CBC), and local search with the time left. "
+        "Says in stats.path which way it went.",
         "placement.solve:auto_method",
     ),
     MethodSpec(
         "brute_force", "exact",
         "Enumerates every gang placement (tiny instances only); the oracle of the tests. Proves optimality and infeasibility.",
         "placement.bruteforce:brute_force",
+    ),
+    MethodSpec(
+        "cpsat", "exact",
+        "CP-SAT (OR-Tools): exact scenario and tail-sum formulations in integer units, a valid bound on the "
+        "true objective, warm start from greedy; one worker unless --threads, deterministic per seed.",
+        "placement.formulations.cpsat:cpsat",
+        ("ortools",),
+    ),
+    MethodSpec(
+        "milp_highs", "exact",
+        "Exact MILP (scenario / McCormick product chain) solved by HiGHS through PuLP; dual bound from HiGHS.",
+        "placement.formulations.milp:milp_highs",
+        ("pulp", "highspy"),
+    ),
+    MethodSpec(
+        "milp_cbc", "exact",
+        "The same exact MILP solved by CBC through PuLP, warm-started; bound read from CBC's log.",
+        "placement.formulations.milp:milp_cbc",
+        ("pulp",),
     ),
     MethodSpec(
         "greedy", "heuristic",
@@ -97,6 +117,13 @@ REGISTRY: tuple[MethodSpec, ...] = (
         "Improves a start (greedy by default) with job re-insertion, worker relocation and swaps between jobs, "
         "evaluated incrementally and exactly, seeded, within the time limit.",
         "placement.heuristics:local_search",
+    ),
+    MethodSpec(
+        "comm_optimal", "baseline",
+        "Straggler-oblivious optimum: the exact placement with every slowdown set to 1 (best locality), "
+        "evaluated under the true slowdowns.",
+        "placement.formulations.oblivious:comm_optimal",
+        ("pulp",),
     ),
     MethodSpec(
         "first_fit", "baseline",

@@ -22,6 +22,11 @@ from placement.validate import validate
 
 __all__ = ["solve", "infeasibility_reason", "auto_method", "AUTO_BRUTE_FORCE_SIZE"]
 
+BOUND_RTOL = 1e-6
+"""A backend's bound above the exact objective by at most this (relative) is the
+solvers' tolerance (HiGHS/CBC gap and feasibility 1e-6) and is clipped to the objective;
+further above, it is dropped as not a bound."""
+
 AUTO_BRUTE_FORCE_SIZE = 20_000
 """``auto`` enumerates when the search space (product of per-job allocation counts) is below this."""
 
@@ -75,9 +80,19 @@ def infeasibility_reason(instance: Instance) -> str | None:
     return None
 
 
+def _objective(instance: Instance, assignment: Assignment | None) -> tuple[float, float]:
+    """Lexicographic key (smaller is better): (-weight placed, objective); invalid: inf."""
+    if assignment is None or validate(instance, assignment):
+        return (math.inf, math.inf)
+    ev = evaluate(instance, assignment)
+    return (-ev.placed_weight, ev.objective)
+
+
 def auto_method(instance: Instance, opts: Options) -> Outcome:
-    """Enumerate tiny instances to proven optimality; otherwise greedy, then local search
-    with the rest of the time limit, warm-started from greedy."""
+    """Enumerate tiny instances to proven optimality.  Otherwise: greedy; then, where the
+    exact model is small enough, the first available exact backend warm-started from
+    greedy with most of the time; then local search from the best placement so far with
+    the time left.  Falls back to what it has when a backend fails or times out."""
     from placement.bruteforce import brute_force, estimate_size
     from placement.heuristics import greedy, local_search
 
@@ -89,14 +104,54 @@ def auto_method(instance: Instance, opts: Options) -> Outcome:
             return out
         path += out.path
     g = greedy(instance, opts)
-    path += ["auto:heuristic"] + g.path
-    if g.assignment is None:
+    path += ["auto:greedy"] + g.path
+    best, bound = g.assignment, None
+    exact = _exact_step(instance, opts, best, path)
+    if exact is not None:
+        if exact.optimal or exact.infeasible:
+            exact.path = list(path)
+            return exact
+        bound = exact.bound
+        if _objective(instance, exact.assignment) < _objective(instance, best):
+            best = exact.assignment
+    if best is None:
         return Outcome(None, path=path, message=g.message)
-    ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, g.assignment, opts.deadline))
-    ls.path = path + ls.path
-    if ls.assignment is None:
-        return Outcome(g.assignment, path=ls.path + ["kept greedy"])
-    return ls
+    if time.monotonic() < opts.deadline - 0.05:
+        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, opts.deadline))
+        path += ["auto:local_search"] + ls.path
+        if _objective(instance, ls.assignment) < _objective(instance, best):
+            best = ls.assignment
+    return Outcome(best, bound=bound, path=path)
+
+
+AUTO_EXACT_SIZE = 6_000
+"""``auto`` runs an exact backend when the model has at most about this many variables."""
+
+
+def _exact_step(instance: Instance, opts: Options, start: Assignment | None, path: list[str]) -> Outcome | None:
+    from placement.formulations.index import index_instance
+    from placement.formulations.oblivious import EXACT_PREFERENCE
+
+    size = index_instance(instance).size
+    if size > AUTO_EXACT_SIZE:
+        path.append(f"auto:exact skipped ({size} variables > {AUTO_EXACT_SIZE})")
+        return None
+    left = opts.deadline - time.monotonic()
+    for name in EXACT_PREFERENCE:
+        spec = get_method(name)
+        if not spec.available:
+            continue
+        budget = 0.7 * left if start is not None else left
+        sub = Options(budget, opts.seed, opts.threads, start, time.monotonic() + budget)
+        try:
+            out = spec.load()(instance, sub)
+        except Exception as e:  # a failing backend must not take auto down: record and fall back
+            path.append(f"auto:{name} failed ({type(e).__name__}: {e})")
+            continue
+        path += [f"auto:{name}", *out.path]
+        if out.assignment is not None or out.infeasible:
+            return out
+    return None
 
 
 def solve(
@@ -172,7 +227,9 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
     bound = out.bound
     if bound is None:
         bound = lower_bound(instance)
-    if bound is not None and bound > ev.objective * (1 + 1e-9) + 1e-9:
+    if bound is not None and ev.objective < bound <= ev.objective * (1 + BOUND_RTOL) + 1e-9:
+        bound = ev.objective  # within the solvers' stated tolerance
+    if bound is not None and bound > ev.objective:
         # a bound above the true objective is not a bound: never report it
         stats["message"] = f"dropped bound {bound:.9g} above the true objective {ev.objective:.9g}"
         bound = None

@@ -1,0 +1,285 @@
+"""Exact MILP of expected slowest-worker time, through PuLP, with HiGHS (highspy) or CBC.
+
+Per job: integer workers ``x`` and use indicators ``y`` on its servers, one *home*
+``z`` (a server, or a bandwidth domain holding at least two of the job's servers) whose
+all-reduce time is paid, and the expected maximum:
+
+- scenario tables: ``tau_s >= a_n S_ns y_n`` only where ``a_n S_ns`` exceeds the job's
+  floor in scenario ``s`` (sparse, no big-M); ``E = sum_s p_s tau_s``;
+- independent distributions: ``E = sum_k dt_k G_k`` with ``G_k >= 1 - prod_{n used} q_nk``,
+  the product written as an exact chain ``pi_m = pi_{m-1} - (1 - q_m) w_m``,
+  ``w_m >= pi_{m-1} + y_m - 1`` (the McCormick envelope, exact for binary ``y``), and
+  ``G_k >= y_n`` where ``q_nk = 0``.
+
+Both are exact, so the solver's dual bound is a bound on the true objective up to the
+solver's tolerances (HiGHS/CBC feasibility 1e-6, stopping gap ``GAP_REL``).  Admission
+``best_effort`` is solved in two phases: most weight, then least objective at that weight.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from placement.formulations.index import ProblemIndex, index_instance
+from placement.formulations.quiet import native_stdout_silenced
+from placement.model import Assignment, Instance
+from placement.registry import Options, Outcome
+
+__all__ = ["milp_highs", "milp_cbc", "build", "GAP_REL", "STATUS_TABLE"]
+
+GAP_REL = 1e-6
+"""Relative gap at which the MILP solvers stop and the result counts as optimal."""
+
+
+@dataclass
+class Built:
+    prob: Any
+    index: ProblemIndex
+    x: dict[tuple[int, int], Any]
+    placed: dict[int, Any]
+    objective: Any
+    weight: Any
+    variables: dict[str, Any]
+
+
+def build(index: ProblemIndex, name: str = "placement") -> Built:
+    """The PuLP model of ``index`` (objective not yet set)."""
+    import pulp
+
+    prob = pulp.LpProblem(re.sub(r"\W", "_", name)[:40] or "placement", pulp.LpMinimize)
+    inst = index.instance
+    x: dict[tuple[int, int], Any] = {}
+    placed: dict[int, Any] = {}
+    obj_terms: list[Any] = []
+    weight_terms: list[Any] = []
+    per_server: dict[int, list[tuple[int, Any]]] = {}
+    probs = index.scenario_probs
+    for j in index.jobs:
+        job = inst.jobs[j.jp]
+        tag = f"j{j.jp}"
+        if index.best_effort:
+            p = pulp.LpVariable(f"placed_{tag}", cat="Binary")
+        else:
+            p = 1
+        placed[j.jp] = p
+        if len(j.servers) == 0 or not j.homes:
+            if not index.best_effort:
+                prob += pulp.LpConstraint(0, rhs=1, name=f"unplaceable_{tag}")
+            else:
+                prob += p == 0
+            continue
+        xs, ys = [], []
+        for i, sp in enumerate(j.servers):
+            xv = pulp.LpVariable(f"x_{tag}_{i}", 0, int(j.cap[i]), cat="Integer")
+            yv = pulp.LpVariable(f"y_{tag}_{i}", cat="Binary")
+            prob += xv <= int(j.cap[i]) * yv
+            prob += xv >= yv
+            xs.append(xv)
+            ys.append(yv)
+            x[(j.jp, int(sp))] = xv
+            per_server.setdefault(int(sp), []).append((j.jp, xv))
+        prob += pulp.lpSum(xs) == j.workers * p
+        if job.max_servers is not None:
+            prob += pulp.lpSum(ys) <= job.max_servers
+        zs = [pulp.LpVariable(f"z_{tag}_{h}", cat="Binary") for h in range(len(j.homes))]
+        prob += pulp.lpSum(zs) == p
+        covers: dict[int, list[Any]] = {}
+        for h, home in enumerate(j.homes):
+            for i in home.members:
+                covers.setdefault(i, []).append(zs[h])
+            if home.domain is not None:
+                prob += pulp.lpSum(ys[i] for i in home.members) >= 2 * zs[h]
+        for i, yv in enumerate(ys):
+            prob += yv <= pulp.lpSum(covers.get(i, []))
+        comm = pulp.lpSum(home.comm_ms * zs[h] for h, home in enumerate(j.homes) if home.comm_ms > 0)
+        if probs is not None:
+            assert j.scen_time is not None and j.scen_floor is not None
+            taus = []
+            for s, ps in enumerate(probs):
+                tau = pulp.LpVariable(f"tau_{tag}_{s}", 0)
+                prob += tau >= float(j.scen_floor[s]) * p
+                for i in range(len(ys)):
+                    v = float(j.scen_time[i, s])
+                    if v > j.scen_floor[s] * (1 + 1e-12):
+                        prob += tau >= v * ys[i]
+                taus.append(float(ps) * tau)
+            expected = pulp.lpSum(taus)
+        else:
+            assert j.t is not None and j.dt is not None and j.q is not None
+            terms = []
+            for k in range(len(j.t)):
+                qk = j.q[k]
+                dt = float(j.dt[k])
+                if dt <= 0:
+                    continue
+                if not (qk < 1).any():
+                    continue  # no used server can reach t_k: P(X >= t_k) = 0
+                g = pulp.LpVariable(f"G_{tag}_{k}", 0, 1)
+                for i in range(len(ys)):
+                    if qk[i] <= 0:
+                        prob += g >= ys[i]
+                chain = [i for i in range(len(ys)) if 0 < qk[i] < 1]
+                if chain:
+                    prev: Any = p
+                    for m, i in enumerate(chain):
+                        w = pulp.LpVariable(f"w_{tag}_{k}_{m}", 0, 1)
+                        prob += w >= prev + ys[i] - 1
+                        pi = pulp.LpVariable(f"pi_{tag}_{k}_{m}", 0, 1)
+                        prob += pi == prev - (1 - float(qk[i])) * w
+                        prev = pi
+                    prob += g >= p - prev
+                terms.append(dt * g)
+            expected = pulp.lpSum(terms)
+        if j.time_limit_ms is not None:
+            prob += expected + comm <= j.time_limit_ms
+        obj_terms.append(j.factor * (expected + comm))
+        weight_terms.append(j.weight * p)
+    for sp, pairs in per_server.items():
+        srv = inst.servers[sp]
+        prob += pulp.lpSum(v for _, v in pairs) <= srv.free_gpus
+        if srv.cpus is not None:
+            terms = [(inst.jobs[jp].cpus_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].cpus_per_worker]
+            if terms:
+                prob += pulp.lpSum(terms) <= srv.cpus
+        if srv.memory_gb is not None:
+            terms = [(inst.jobs[jp].memory_gb_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].memory_gb_per_worker]
+            if terms:
+                prob += pulp.lpSum(terms) <= srv.memory_gb
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), {})
+
+
+# (status, sol_status) of PuLP -> ours.  sol_status is the one that tells "integer feasible".
+STATUS_TABLE: dict[tuple[int, int], str] = {
+    (1, 1): "optimal",      # LpStatusOptimal, LpSolutionOptimal
+    (1, 2): "feasible",     # LpStatusOptimal, LpSolutionIntegerFeasible: stopped on a limit
+    (-1, -1): "infeasible",
+    (-1, 0): "infeasible",
+    (0, 0): "no_solution",  # not solved (time limit, no incumbent)
+    (-2, -2): "error",      # unbounded: a modelling error, never expected
+    (-3, 0): "error",
+}
+
+
+def _solver(backend: str, time_left: float, threads: int, log: str | None, warm: bool) -> Any:
+    import pulp
+
+    t = max(0.05, time_left)
+    if backend == "highs":
+        return pulp.HiGHS(msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, random_seed=0)
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, logPath=log, warmStart=warm)
+
+
+def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None:
+    if backend == "highs":
+        try:
+            v = float(b.prob.solverModel.getInfo().mip_dual_bound)
+        except Exception:  # pragma: no cover - depends on the highspy build
+            return None
+        return v if math.isfinite(v) else None
+    if log is None or not os.path.exists(log):
+        return None
+    text = open(log, encoding="utf-8", errors="replace").read()
+    m = re.findall(r"Lower bound:\s*([-+0-9.eE]+)", text)
+    if m:
+        return float(m[-1])
+    if status == "optimal":
+        m = re.findall(r"Objective value:\s*([-+0-9.eE]+)", text)
+        if m:
+            return float(m[-1])
+    return None
+
+
+def _run(instance: Instance, opts: Options, backend: str) -> Outcome:
+    import pulp
+
+    t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
+    index = index_instance(instance)
+    b = build(index, instance.name)
+    version = f"pulp {pulp.__version__}, " + (
+        f"highspy {metadata.version('highspy')}" if backend == "highs" else "CBC (bundled with PuLP)"
+    )
+    name = f"milp_{backend}"
+    path = [name]
+    start = opts.start
+    if start is None:
+        from placement.heuristics import greedy
+
+        start = greedy(instance, opts).assignment
+        path.append("start:greedy" if start is not None else "start:none")
+    if start is not None:
+        _warm(b, instance, start)
+    log = None
+    fd = None
+    if backend == "cbc":
+        fd, log = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
+        os.close(fd)
+    try:
+        w_star = None
+        if index.best_effort:
+            b.prob.setObjective(-1 * b.weight)
+            with native_stdout_silenced():
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), opts.threads, log, start is not None))
+            st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+            path.append(f"phase1(weight):{st}")
+            if st not in ("optimal", "feasible"):
+                return Outcome(None, path=path, backend=name, backend_version=version, message=f"phase 1 ended {st}")
+            w_star = float(pulp.value(b.weight) or 0.0)
+            proven_w = st == "optimal"
+            b.prob += b.weight >= w_star - 1e-6, "keep_weight"
+        b.prob.setObjective(b.objective)
+        with native_stdout_silenced():
+            b.prob.solve(_solver(backend, t_end - time.monotonic(), opts.threads, log, True))
+        st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+        path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
+        if st == "infeasible":
+            return Outcome(None, infeasible=not index.best_effort, path=path, backend=name, backend_version=version)
+        if st not in ("optimal", "feasible"):
+            # no incumbent within the limit: the start is still a placement, and the
+            # solver's dual bound is still a bound
+            bound = None if index.best_effort else _bound(backend, b, log, st)
+            if start is not None:
+                path.append("returned start")
+            return Outcome(start, bound=bound, path=path, backend=name, backend_version=version,
+                           message=f"solver ended {st} without a placement")
+        assignment = _extract(b, instance)
+        bound = _bound(backend, b, log, st)
+        optimal = st == "optimal"
+        if index.best_effort:
+            optimal = optimal and proven_w
+            bound = None if not optimal else bound  # a bound at a fixed weight is no bound of the lexicographic problem
+        return Outcome(assignment, optimal=optimal, bound=bound, path=path, backend=name, backend_version=version)
+    finally:
+        if log and os.path.exists(log):
+            os.unlink(log)
+
+
+def _warm(b: Built, instance: Instance, start: Assignment) -> None:
+    for (jp, sp), v in b.x.items():
+        v.setInitialValue(int(start.get(instance.jobs[jp].id, {}).get(instance.servers[sp].id, 0)))
+
+
+def _extract(b: Built, instance: Instance) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (jp, sp), v in b.x.items():
+        k = int(round(v.varValue or 0.0))
+        if k > 0:
+            out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
+    return out
+
+
+def milp_highs(instance: Instance, opts: Options) -> Outcome:
+    """Exact MILP solved by HiGHS through PuLP.  PuLP's HiGHS adapter takes no warm start;
+    the greedy start is returned if HiGHS finds no placement within the limit."""
+    return _run(instance, opts, "highs")
+
+
+def milp_cbc(instance: Instance, opts: Options) -> Outcome:
+    """Exact MILP solved by CBC through PuLP, warm-started from ``opts.start`` (or greedy)."""
+    return _run(instance, opts, "cbc")

@@ -1,0 +1,127 @@
+"""Exact backends against the brute-force oracle, each other, and the truth rules."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+
+import placement
+from placement.formulations.index import index_instance, without_slowdowns
+from placement.instances.generate import generate
+from placement.model import Status
+from placement.registry import REGISTRY
+from placement.testing import check_solution, instances
+
+EXACT = [m for m in REGISTRY if m.kind == "exact" and m.name != "brute_force"]
+PARAMS = [pytest.param(m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name}: {', '.join(m.requires)} not installed"))
+          for m in EXACT]
+
+# tiny instances whose optimum the oracle knows: each regime and constraint class
+CATALOGUE = {
+    "hot": dict(racks=1, servers_per_rack=3, gpus_per_server=4, jobs=3, job_mix="small", hot_fraction=0.5, seed=1),
+    "two-racks": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", hot_fraction=0.5, seed=2),
+    "heavy-tail": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", regime="heavy-tail", seed=3),
+    "correlated": dict(topology="multi-pod", pods=2, racks=1, servers_per_rack=2, gpus_per_server=2, jobs=3,
+                       job_mix="small", regime="correlated", scenarios=5, seed=4),
+    "hetero": dict(racks=2, servers_per_rack=2, gpus_per_server=2, gpu_types="A100,T4", jobs=3, job_mix="small",
+                   cpu_memory=True, used_fraction=0.3, seed=5),
+    "best-effort": dict(racks=1, servers_per_rack=3, gpus_per_server=2, jobs=5, job_mix="small", load=2.0,
+                        admission="best_effort", seed=6),
+    "jct": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", objective="weighted_expected_jct", seed=7),
+}
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    out = {}
+    for name, kw in CATALOGUE.items():
+        inst = generate(**kw)
+        out[name] = (inst, placement.solve(inst, "brute_force", time_limit_s=60))
+    return out
+
+
+@pytest.mark.parametrize("method", PARAMS)
+@pytest.mark.parametrize("case", list(CATALOGUE))
+def test_exact_methods_match_brute_force_on_the_catalogue(catalogue, method, case):
+    inst, oracle = catalogue[case]
+    assert oracle.status == Status.OPTIMAL
+    sol = placement.solve(inst, method, time_limit_s=60)
+    check_solution(inst, sol)
+    assert sol.status == Status.OPTIMAL, sol.stats
+    assert sol.stats["placed_weight"] == pytest.approx(oracle.stats["placed_weight"])
+    assert sol.objective == pytest.approx(oracle.objective, rel=1e-4)
+    assert sol.bound is not None and sol.bound <= oracle.objective * (1 + 1e-6)
+
+
+@settings(max_examples=20)
+@given(instances(max_servers=4, max_jobs=3, max_gpus=3))
+def test_exact_methods_agree_with_each_other_and_the_oracle(inst):
+    oracle = placement.solve(inst, "brute_force", time_limit_s=60)
+    for spec in EXACT:
+        if not spec.available:
+            continue
+        sol = placement.solve(inst, spec.name, time_limit_s=30)
+        check_solution(inst, sol)
+        assert sol.status == oracle.status, (spec.name, sol.stats)
+        if oracle.objective is not None:
+            assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), spec.name
+            if sol.bound is not None:
+                assert sol.bound <= oracle.objective * (1 + 1e-6) + 1e-9
+
+
+@pytest.mark.parametrize("method", PARAMS)
+def test_infeasibility_is_detected(method):
+    inst = generate(racks=1, servers_per_rack=2, gpus_per_server=2, jobs=2, job_mix="small", seed=1)
+    big = inst.replace(jobs=(inst.jobs[0].__class__(id="big", workers=3, compute_ms=10, gradient_mb=1, max_servers=1),))
+    sol = placement.solve(big, method, time_limit_s=10)
+    assert sol.status == Status.INFEASIBLE
+
+
+@pytest.mark.parametrize("method", PARAMS)
+def test_a_time_limited_run_returns_a_valid_placement_and_a_bound(method):
+    inst = placement.load_bundled("pod256")
+    sol = placement.solve(inst, method, time_limit_s=2)
+    check_solution(inst, sol)
+    assert sol.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert sol.bound is not None and sol.bound <= sol.objective
+
+
+def test_comm_optimal_is_the_oblivious_optimum_under_the_true_model():
+    inst = placement.load_bundled("demo")
+    sol = placement.solve(inst, "comm_optimal", time_limit_s=20)
+    check_solution(inst, sol)
+    obl = without_slowdowns(inst)
+    oblivious_opt = placement.solve(obl, "milp_highs", time_limit_s=20)
+    assert placement.evaluate(obl, sol.assignment).objective == pytest.approx(oblivious_opt.objective, rel=1e-6)
+    aware = placement.solve(inst, "auto", time_limit_s=10)
+    assert aware.objective < sol.objective
+
+
+def test_auto_says_which_path_it_took_and_is_honest():
+    inst = placement.load_bundled("correlated")
+    sol = placement.solve(inst, "auto", time_limit_s=20)
+    check_solution(inst, sol)
+    assert any(p.startswith("auto:milp_highs") or p.startswith("auto:cpsat") for p in sol.stats["path"])
+    if sol.status == Status.OPTIMAL:
+        assert sol.bound == pytest.approx(sol.objective, rel=1e-6)
+
+
+def test_index_sizes_and_scale_are_stated():
+    from placement.formulations.cpsat import Scale
+
+    ix = index_instance(placement.load_bundled("pod256"))
+    assert ix.size > 0
+    sc = Scale.for_index(ix)
+    top = max(j.upper_ms for j in ix.jobs)
+    assert top / sc.time_unit_ms <= 1e6 + 1 and sc.objective_scale >= 1
+    assert math.log10(sc.time_unit_ms).is_integer()
+
+
+def test_cpsat_is_deterministic_with_one_worker():
+    if not placement.get_method("cpsat").available:
+        pytest.skip("ortools not installed")
+    inst = generate(**CATALOGUE["heavy-tail"])
+    a = placement.solve(inst, "cpsat", time_limit_s=60, seed=3)
+    b = placement.solve(inst, "cpsat", time_limit_s=60, seed=3)
+    assert a.status == b.status == Status.OPTIMAL
+    assert a.assignment == b.assignment and a.bound == b.bound
