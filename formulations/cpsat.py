@@ -260,12 +260,12 @@ def cpsat(instance: Instance, opts: Options) -> Outcome:
         path.append("invalid after rounding: returned hint")
         return Outcome(start, bound=bound if not index.best_effort else None, path=path, backend="cpsat",
                        backend_version=version, message=notes)
+    from placement.solve import best_placement
+
+    if best_placement(instance, assignment, start)[0] == 1:
+        path.append("hint better than incumbent: returned hint")
+        assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
     true = evaluate(instance, assignment).objective
-    if start is not None and not index.best_effort and not validate(instance, start):
-        hint_obj = evaluate(instance, start).objective
-        if hint_obj < true:
-            path.append("hint better than incumbent: returned hint")
-            assignment, true = {j: dict(a) for j, a in start.items()}, hint_obj
     optimal = (st == cp_model.OPTIMAL and true - bound <= OPTIMAL_RTOL * max(1.0, abs(true))
                and _exact_capacities(instance))
     if index.best_effort:

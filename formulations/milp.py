@@ -249,6 +249,11 @@ def _run(instance: Instance, opts: Options, backend: str) -> Outcome:
             return Outcome(start, bound=bound, path=path, backend=name, backend_version=version,
                            message=f"solver ended {st} without a placement")
         assignment = _extract(b, instance)
+        from placement.solve import best_placement
+
+        if st != "optimal" and best_placement(instance, assignment, start)[0] == 1:
+            path.append("start better than incumbent: returned start")
+            assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
         bound = _bound(backend, b, log, st)
         optimal = st == "optimal"
         if index.best_effort:

@@ -107,6 +107,13 @@ REGISTRY: tuple[MethodSpec, ...] = (
         ("pulp",),
     ),
     MethodSpec(
+        "saa", "heuristic",
+        "Sample average approximation for independent slowdowns: the exact scenario MILP on 64 seeded joint "
+        "draws, evaluated under the true model; no bound (the sample's is not one).",
+        "placement.formulations.saa:saa",
+        ("pulp",),
+    ),
+    MethodSpec(
         "greedy", "heuristic",
         "Straggler- and communication-aware greedy: each job (largest gang first) takes the candidate server set, "
         "inside each bandwidth domain, of least exact expected iteration time.",

@@ -88,6 +88,16 @@ def _objective(instance: Instance, assignment: Assignment | None) -> tuple[float
     return (-ev.placed_weight, ev.objective)
 
 
+def best_placement(instance: Instance, *candidates: Assignment | None) -> tuple[int, Assignment | None]:
+    """Index and value of the best valid candidate (most weight, then least objective,
+    by the evaluator); ``(-1, None)`` if none is valid.  Earlier candidates win ties."""
+    keys = [_objective(instance, c) for c in candidates]
+    best = min(range(len(candidates)), key=lambda i: (keys[i], i), default=-1)
+    if best < 0 or not math.isfinite(keys[best][1]):
+        return -1, None
+    return best, candidates[best]
+
+
 def auto_method(instance: Instance, opts: Options) -> Outcome:
     """Enumerate tiny instances to proven optimality.  Otherwise: greedy; then, where the
     exact model is small enough, the first available exact backend warm-started from
@@ -112,15 +122,13 @@ def auto_method(instance: Instance, opts: Options) -> Outcome:
             exact.path = list(path)
             return exact
         bound = exact.bound
-        if _objective(instance, exact.assignment) < _objective(instance, best):
-            best = exact.assignment
+        best = best_placement(instance, best, exact.assignment)[1]
     if best is None:
         return Outcome(None, path=path, message=g.message)
     if time.monotonic() < opts.deadline - 0.05:
         ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, opts.deadline))
         path += ["auto:local_search"] + ls.path
-        if _objective(instance, ls.assignment) < _objective(instance, best):
-            best = ls.assignment
+        best = best_placement(instance, best, ls.assignment)[1]
     return Outcome(best, bound=bound, path=path)
 
 
