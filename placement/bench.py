@@ -2,6 +2,7 @@
 
     python -m placement.bench evaluator            # 1,000-server / 1,000-job placement
     python -m placement.bench methods pod256       # every method on one instance
+    python -m placement.bench exact pod256         # exact methods: time to proof or gap at the limit
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -65,6 +66,31 @@ def bench_methods(instance: str, time_limit: float, seeds: int) -> list[tuple[st
     return rows
 
 
+def bench_exact(instance: str, time_limit: float, reference_limit: float) -> None:
+    """Each exact method at ``time_limit``; the best-known optimum from a long HiGHS run;
+    the expected-time excess that ``comm_optimal`` and ``consolidate`` leave over it."""
+    import placement
+    from placement.registry import REGISTRY
+
+    inst = placement.resolve_instance(instance)
+    print(f"{'method':13s} {'status':9s} {'wall s':>7s} {'objective':>11s} {'bound':>11s} {'gap':>8s}")
+    sols = {}
+    for m in [r.name for r in REGISTRY if r.kind == "exact" and r.name != "brute_force" and r.available]:
+        sol = placement.solve(inst, m, time_limit_s=time_limit)
+        sols[m] = sol
+        gap = "-" if sol.gap is None else f"{100 * sol.gap:.3f}%"
+        print(f"{m:13s} {sol.status.value:9s} {sol.stats['wall_s']:7.1f} {sol.objective:11.3f} "
+              f"{'-' if sol.bound is None else f'{sol.bound:11.3f}':>11s} {gap:>8s}")
+    ref = placement.solve(inst, "milp_highs", time_limit_s=reference_limit)
+    best = min([ref.objective] + [s.objective for s in sols.values() if s.objective is not None])
+    bound = max(b for b in [ref.bound] + [s.bound for s in sols.values()] if b is not None)
+    print(f"reference: milp_highs {reference_limit:g} s: {ref.status.value}, objective {ref.objective:.3f}, "
+          f"bound {ref.bound:.3f}; best known {best:.3f}, best bound {bound:.3f}")
+    for m in ("comm_optimal", "consolidate", "greedy", "auto"):
+        sol = placement.solve(inst, m, time_limit_s=time_limit)
+        print(f"{m:13s} objective {sol.objective:11.3f}  excess over best known {100 * (sol.objective / best - 1):7.3f}%")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -74,7 +100,14 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("instance", nargs="?", default="pod256")
     m.add_argument("--time-limit", type=float, default=10.0)
     m.add_argument("--seeds", type=int, default=3)
+    x = sub.add_parser("exact")
+    x.add_argument("instance", nargs="?", default="pod256")
+    x.add_argument("--time-limit", type=float, default=10.0)
+    x.add_argument("--reference-limit", type=float, default=300.0)
     a = ap.parse_args(argv)
+    if a.what == "exact":
+        bench_exact(a.instance, a.time_limit, a.reference_limit)
+        return
     if a.what == "evaluator":
         print(f"{'regime':12s} {'median s':>9s} {'jobs':>5s} {'job-server pairs':>16s}")
         for regime, t, jobs, pairs in bench_evaluator(a.repeats):
