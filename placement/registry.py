@@ -168,7 +168,15 @@ _BY_NAME = {m.name: m for m in REGISTRY}
 
 
 def get_method(name: str) -> MethodSpec:
-    """The registry entry of ``name``; :class:`UnknownMethodError` lists the valid names."""
+    """The registry entry of ``name``; :class:`UnknownMethodError` lists the valid names.
+
+    ``"package.module:function"`` names a user's own method (``(instance, Options) ->
+    Outcome``): it runs through the same validation and evaluation as every method, which
+    is how a scheduler's policy is compared against the registry's (``placement compare``).
+    """
+    if ":" in name and name not in _BY_NAME:
+        mod = name.partition(":")[0]
+        return MethodSpec(name, "custom", f"user method {name}", name, (mod.split(".")[0],))
     try:
         return _BY_NAME[name]
     except KeyError:
