@@ -218,7 +218,7 @@ def methods(fmt: str) -> None:
 
 
 def _generate_options(fn: F) -> F:
-    from placement.instances.generate import JOB_MIXES, REGIMES, TOPOLOGIES, GeneratorSpec
+    from placement.instances.generate import JOB_MIXES, JOB_SOURCES, REGIMES, SERVER_SOURCES, TOPOLOGIES, GeneratorSpec
 
     d = GeneratorSpec()
     opts = [
@@ -241,6 +241,14 @@ def _generate_options(fn: F) -> F:
         click.option("--cpu-memory/--no-cpu-memory", default=d.cpu_memory, show_default=True),
         click.option("--admission", type=click.Choice(["all", "best_effort"]), default=d.admission, show_default=True),
         click.option("--objective", type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]), default=d.objective, show_default=True),
+        click.option("--servers-from", type=click.Choice(SERVER_SOURCES), default=d.servers_from,
+                     help="Draw server shapes (GPU model, count, CPU, memory) from a real trace."),
+        click.option("--jobs-from", type=click.Choice(JOB_SOURCES), default=d.jobs_from,
+                     help="Take the jobs submitted in a window of a real trace (at most --jobs)."),
+        click.option("--window-start-s", type=float, default=d.window_start_s, show_default=True),
+        click.option("--window-hours", type=click.FloatRange(min=0, min_open=True), default=d.window_hours, show_default=True),
+        click.option("--prove-optimum/--no-prove-optimum", default=d.prove_optimum, show_default=True,
+                     help="Record the brute-force optimum in metadata (tiny instances)."),
         click.option("--seed", type=click.IntRange(min=0), default=d.seed, show_default=True),
         click.option("--name", default=d.name, help="Instance name (default: derived from the options)."),
     ]
@@ -262,7 +270,10 @@ def generate(output: str | None, **kw: Any) -> None:
     bad = spec.problems()
     if bad:
         raise InvalidInputError(bad, source="placement generate")
-    doc = instance_to_dict(gen(spec))
+    try:
+        doc = instance_to_dict(gen(spec))
+    except ValueError as e:
+        raise InvalidInputError([str(e)], source="placement generate") from None
     if output:
         write_json_atomic(output, doc)
         _err(f"wrote {output}: {len(doc['jobs'])} jobs")
@@ -311,6 +322,40 @@ def compare(instances: tuple[str, ...], methods: str, seeds: str, time_limits: s
         click.echo(f"{s['method']:14s} solved {s['solved']}/{s['runs']}  optimal {s['optimal']}  "
                    f"objective/best {s['objective_gm_ratio']:.4f}  time {s['time_sgm_s']:.2f}s  failed {s['failed']}")
     click.echo(f"wrote {out_dir}/runs.jsonl, runs.csv, report.md, profile.png, objective_vs_time.png, time_vs_size.png")
+
+
+@cli.command("import-slurm")
+@click.argument("topology_conf", type=click.Path(exists=True, dir_okay=False))
+@click.option("--level-gbps", required=True, help="Comma-separated bandwidth per level: node-leaf, leaf-parent, ...")
+@_generate_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here (default: stdout).")
+@_guard
+def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: Any) -> None:
+    """Build an instance on a Slurm topology.conf (tree format); servers, slowdowns and
+    jobs come from the generator options."""
+    from pathlib import Path
+
+    from placement.instances.slurm import instance_from_slurm
+    from placement.io import instance_to_dict, write_json_atomic
+
+    try:
+        levels = [float(x) for x in level_gbps.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError([f"--level-gbps must be comma-separated numbers, got {level_gbps!r}"]) from None
+    for k in ("topology", "pods", "racks", "servers_per_rack", "nic_gbps", "uplink_gbps", "core_gbps"):
+        kw.pop(k, None)
+    try:
+        inst = instance_from_slurm(Path(topology_conf).read_text(), levels, **kw)
+    except ValueError as e:
+        if isinstance(e, InvalidInputError):
+            raise
+        raise InvalidInputError([str(e)], source="placement import-slurm") from None
+    doc = instance_to_dict(inst)
+    if output:
+        write_json_atomic(output, doc)
+        _err(f"wrote {output}: {len(inst.servers)} servers, {len(inst.jobs)} jobs")
+    else:
+        click.echo(json.dumps(doc, indent=1))
 
 
 def main() -> None:

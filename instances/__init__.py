@@ -24,13 +24,15 @@ def _folder() -> Path:
 
 
 def bundled_names() -> list[str]:
-    """Names of the bundled instances, sorted."""
-    return sorted(p.stem for p in _folder().glob("*.json"))
+    """Names of the bundled instances, sorted: ``demo``, ..., and the library's
+    ``library/<size>/<regime>``."""
+    root = _folder()
+    return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.json"))
 
 
 def bundled_path(name: str) -> Path:
     p = _folder() / f"{name}.json"
-    if not p.is_file():
+    if ".." in Path(name).parts or not p.is_file():
         raise InstanceError([f"no bundled instance {name!r}; bundled: {', '.join(bundled_names())}"])
     return p
 

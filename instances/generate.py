@@ -18,7 +18,9 @@ from placement.model import Instance, Job, Link, Scenarios, Server, Slowdown, Sw
 __all__ = ["GeneratorSpec", "generate", "from_source", "TOPOLOGIES", "REGIMES", "JOB_MIXES", "GPU_TYPES"]
 
 TOPOLOGIES = ("leaf-spine", "multi-pod")
-REGIMES = ("calm", "hot", "heavy-tail", "correlated")
+REGIMES = ("calm", "hot", "heavy-tail", "correlated", "pai")
+SERVER_SOURCES = ("", "alibaba-v2023")
+JOB_SOURCES = ("", "elasticflow-cluster03")
 JOB_MIXES = ("elasticflow", "small", "large")
 
 GPU_TYPES: dict[str, tuple[float, float]] = {
@@ -61,6 +63,11 @@ class GeneratorSpec:
     cpu_memory: bool = False
     admission: str = "all"
     objective: str = "weighted_expected_iteration_time"
+    servers_from: str = ""
+    jobs_from: str = ""
+    window_start_s: float = 3442393.0
+    window_hours: float = 12.0
+    prove_optimum: bool = False
     seed: int = 0
     name: str = ""
 
@@ -72,6 +79,12 @@ class GeneratorSpec:
             out.append(f"regime must be one of {', '.join(REGIMES)}, got {self.regime!r}")
         if self.job_mix not in JOB_MIXES:
             out.append(f"job_mix must be one of {', '.join(JOB_MIXES)}, got {self.job_mix!r}")
+        if self.servers_from not in SERVER_SOURCES:
+            out.append(f"servers_from must be one of {', '.join(repr(x) for x in SERVER_SOURCES)}, got {self.servers_from!r}")
+        if self.jobs_from not in JOB_SOURCES:
+            out.append(f"jobs_from must be one of {', '.join(repr(x) for x in JOB_SOURCES)}, got {self.jobs_from!r}")
+        if not self.window_hours > 0:
+            out.append(f"window_hours must be > 0, got {self.window_hours}")
         for t in self.gpu_type_list:
             if t not in GPU_TYPES:
                 out.append(f"gpu_types: unknown GPU type {t!r} (known: {', '.join(GPU_TYPES)})")
@@ -133,6 +146,10 @@ def from_source(source: str) -> Instance:
 
 
 def _slowdown(rng: np.random.Generator, regime: str, hot: bool) -> Slowdown:
+    if regime == "pai":
+        from placement.instances.traces import PAI_NORMAL, PAI_STRAGGLER
+
+        return PAI_STRAGGLER if hot else PAI_NORMAL
     if regime == "calm":
         return Slowdown((1.0, 1.2), (0.99, 0.01))
     if regime == "hot" or regime == "correlated":
@@ -167,6 +184,20 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
         raise ValueError("; ".join(bad))
     rng = np.random.default_rng(spec.seed)
     types = spec.gpu_type_list
+    speeds = {t: v for t, v in GPU_TYPES.items()}
+    shapes = None
+    if spec.servers_from == "alibaba-v2023":
+        from placement.instances.traces import ALIBABA_GPU_TYPES, ALIBABA_V2023_SHAPES
+
+        shapes = ALIBABA_V2023_SHAPES
+        speeds.update(ALIBABA_GPU_TYPES)
+        shape_p = np.array([c[4] for c in shapes], dtype=float)
+        shape_p /= shape_p.sum()
+    hot_fraction = spec.hot_fraction
+    if spec.regime == "pai":
+        from placement.instances.traces import PAI_STRAGGLER_SHARE
+
+        hot_fraction = PAI_STRAGGLER_SHARE
     servers: list[Server] = []
     switches: list[Switch] = []
     links: list[Link] = []
@@ -190,23 +221,26 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
             gtype = types[rack % len(types)]
             for k in range(spec.servers_per_rack):
                 sid = f"s{len(servers)}"
-                hot = bool(rng.random() < spec.hot_fraction)
+                gpus, cpus, mem = spec.gpus_per_server, float(spec.gpus_per_server * 12), float(spec.gpus_per_server * 96)
+                if shapes is not None:
+                    gtype, gpus, cpus, mem, _ = shapes[int(rng.choice(len(shapes), p=shape_p))]
+                hot = bool(rng.random() < hot_fraction)
                 used = 0
                 if spec.used_fraction > 0 and rng.random() < spec.used_fraction:
-                    used = int(rng.integers(1, spec.gpus_per_server + 1)) // 2 * 2 or 1
-                    used = min(used, spec.gpus_per_server)
+                    used = int(rng.integers(1, gpus + 1)) // 2 * 2 or 1
+                    used = min(used, gpus)
                 sd = _slowdown(rng, spec.regime, hot) if spec.regime != "correlated" else Slowdown()
                 if spec.regime == "correlated":
                     _ = _slowdown(rng, spec.regime, hot)  # keep the random stream aligned with 'hot'
                 servers.append(
                     Server(
                         id=sid,
-                        gpus=spec.gpus_per_server,
+                        gpus=gpus,
                         gpu_type=gtype,
-                        intra_bandwidth_gbps=GPU_TYPES[gtype][1],
+                        intra_bandwidth_gbps=speeds[gtype][1],
                         used_gpus=used,
-                        cpus=float(spec.gpus_per_server * 12) if spec.cpu_memory else None,
-                        memory_gb=float(spec.gpus_per_server * 96) if spec.cpu_memory else None,
+                        cpus=cpus if (spec.cpu_memory or shapes is not None) else None,
+                        memory_gb=mem if (spec.cpu_memory or shapes is not None) else None,
                         slowdown=sd,
                     )
                 )
@@ -232,7 +266,7 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
             for i, s_ in enumerate(servers):
                 if rack_of[i] == rack:
                     table[s_.id][s] = factor
-                elif rng.random() < spec.hot_fraction / 2:
+                elif rng.random() < hot_fraction / 2:
                     table[s_.id][s] = float(np.round(rng.uniform(1.2, 3.0), 2))
         table = {k: v for k, v in table.items() if any(x != 1.0 for x in v)}
         scenarios = Scenarios(tuple(probs), {k: tuple(v) for k, v in table.items()})
@@ -248,15 +282,31 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
     while sizes.sum() > target and sizes.max() > 1:
         i = int(np.argmax(sizes))
         sizes[i] = max(1, sizes[i] // 2)
+    present = sorted({s.gpu_type for s in servers})
     jobs = []
+    if spec.jobs_from == "elasticflow-cluster03":
+        from placement.instances.traces import elasticflow_jobs
+
+        rows = elasticflow_jobs(window_start_s=spec.window_start_s, window_s=spec.window_hours * 3600.0,
+                                max_gpus=max(1, free // 2), limit=spec.jobs)
+        if not rows:
+            raise ValueError(f"no ElasticFlow job of at most {max(1, free // 2)} GPUs in the window "
+                             f"[{spec.window_start_s:g} s, +{spec.window_hours:g} h)")
+        for r in rows:
+            speed = {t: speeds[t][0] for t in present} if len(present) > 1 else None
+            jobs.append(Job(id=f"ef-{r['id']}", workers=r["workers"], compute_ms=max(r["compute_ms"], 0.001),
+                            gradient_mb=r["gradient_mb"], iterations=r["iterations"], gpu_speed=speed,
+                            cpus_per_worker=4.0 if shapes is not None else None,
+                            memory_gb_per_worker=16.0 if shapes is not None else None))
+        sizes = np.zeros(0, dtype=np.int64)
     for k, w in enumerate(sizes):
         compute = float(np.round(rng.lognormal(np.log(120), 0.5), 1))
         grad = float(np.round(rng.choice([25, 100, 350, 1300]) * rng.uniform(0.8, 1.2), 1))
         iters = int(rng.choice([1000, 5000, 20000, 100000]))
         speed = None
-        if len(types) > 1:
-            allowed = [t for t in types if rng.random() < 0.8] or [types[0]]
-            speed = {t: GPU_TYPES[t][0] for t in allowed}
+        if len(present) > 1:
+            allowed = [t for t in present if rng.random() < 0.8] or [present[0]]
+            speed = {t: speeds[t][0] for t in allowed}
         jobs.append(
             Job(
                 id=f"j{k}",
@@ -271,7 +321,15 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
             )
         )
     name = spec.name or f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
-    return Instance(
+    sources = []
+    if spec.servers_from:
+        sources.append("server shapes: Alibaba cluster-trace-gpu-v2023 (ATC'23)")
+    if spec.regime == "pai":
+        sources.append("slowdowns: calibrated on Alibaba PAI cluster-trace-gpu-v2020 per-worker mini-batch times")
+    if spec.jobs_from:
+        sources.append("jobs: Microsoft ElasticFlow cluster03 trace (ASPLOS'23, MIT)")
+    metadata = {"traces": sources} if sources else {}
+    inst = Instance(
         name=name,
         servers=tuple(servers),
         jobs=tuple(jobs),
@@ -281,6 +339,17 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
         objective=spec.objective,
         admission=spec.admission,
         source=spec.command(),
+        metadata=metadata,
     )
+    if spec.prove_optimum:
+        import placement
+
+        sol = placement.solve(inst, "brute_force", time_limit_s=600)
+        if sol.status.value not in ("optimal", "infeasible"):
+            raise ValueError(f"--prove-optimum: brute force ended {sol.status.value}")
+        metadata = {**metadata, "optimum": sol.objective, "optimum_status": sol.status.value,
+                    "proven_by": "brute_force: exhaustive enumeration of every gang allocation, exact evaluator"}
+        inst = inst.replace(metadata=metadata)
+    return inst
 
 
