@@ -49,6 +49,10 @@ def resolve_instance(name_or_path: str | os.PathLike[str]) -> Instance:
     from placement.io import load_instance
 
     p = Path(name_or_path)
-    if p.exists() or str(name_or_path).endswith(".json") or os.sep in str(name_or_path):
+    if p.exists():
         return load_instance(p)
-    return load_bundled(str(name_or_path))
+    if str(name_or_path) in bundled_names():
+        return load_bundled(str(name_or_path))
+    if str(name_or_path).endswith(".json") or os.sep in str(name_or_path):
+        return load_instance(p)  # says it cannot read the file
+    return load_bundled(str(name_or_path))  # says which names are bundled

@@ -18,7 +18,11 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
     from placement.instances import resolve_instance
 
     row: dict[str, Any] = dict(spec)
-    inst = resolve_instance(spec["instance"])
+    try:
+        inst = resolve_instance(spec["instance"])
+    except PlacementError as e:
+        row.update(status="refused", wall_s=0.0, error=str(e).splitlines()[0] + " " + " ".join(str(e).splitlines()[1:2]))
+        return row
     row.update(instance_name=inst.name, servers=len(inst.servers), gpus=int(sum(s.free_gpus for s in inst.servers)),
                jobs=len(inst.jobs))
     t0 = time.monotonic()
