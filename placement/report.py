@@ -138,14 +138,18 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
 
     rat = ratios(rows)
     methods = list(rat)
+    cmap = plt.get_cmap("tab20")
+    style = {m: dict(color=cmap(k % 20), linestyle=("-", "--", ":", "-.")[k % 4]) for k, m in enumerate(methods)}
+    marker = {m: "os^vDP*Xph<>"[k % 12] for k, m in enumerate(methods)}
     finite = [x for xs in rat.values() for x in xs if math.isfinite(x)]
     top = max(finite + [1.01])
-    taus = [1 + (top - 1) * k / 200 for k in range(201)]
+    taus = [top ** (k / 400) for k in range(401)]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for m in methods:
         xs = rat[m]
-        ax.step(taus, [sum(1 for x in xs if x <= t) / len(xs) for t in taus], where="post", label=m)
-    ax.set_xlabel("objective / best on the instance (tau)")
+        ax.step(taus, [sum(1 for x in xs if x <= t) / len(xs) for t in taus], where="post", label=m, **style[m])
+    ax.set_xscale("log")
+    ax.set_xlabel("objective / best on the instance (tau, log scale)")
     ax.set_ylabel("share of instances within tau")
     ax.set_title("Performance profile (Dolan-More)")
     ax.set_ylim(0, 1.02)
@@ -166,7 +170,7 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
                for r in rows if r["method"] == m and r.get("valid") and r.get("objective") is not None
                and (r["instance"], float(r["time_limit_s"]), int(r["seed"])) in best]
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, label=m)
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
     ax.set_xscale("log")
     ax.set_xlabel("wall time (s)")
     ax.set_ylabel("objective / best")
@@ -180,7 +184,7 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     for m in methods:
         pts = [(r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3)) for r in rows if r["method"] == m and r.get("gpus")]
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=14, label=m)
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("free GPUs in the instance")
