@@ -46,7 +46,6 @@ class Built:
     placed: dict[int, Any]
     objective: Any
     weight: Any
-    variables: dict[str, Any]
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -152,7 +151,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             terms = [(inst.jobs[jp].memory_gb_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].memory_gb_per_worker]
             if terms:
                 prob += pulp.lpSum(terms) <= srv.memory_gb
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), {})
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms))
 
 
 # (status, sol_status) of PuLP -> ours.  sol_status is the one that tells "integer feasible".

@@ -8,7 +8,6 @@ that reproduces it bit for bit (:func:`from_source`).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
@@ -24,7 +23,7 @@ JOB_SOURCES = ("", "elasticflow-cluster03")
 JOB_MIXES = ("elasticflow", "small", "large")
 
 GPU_TYPES: dict[str, tuple[float, float]] = {
-    # type: (relative speed, GPU-to-GPU bandwidth inside a server, Gbit/s)
+    # GPU type -> (relative speed, GPU-to-GPU bandwidth inside a server, Gbit/s)
     "H100": (1.6, 3600.0),
     "A100": (1.0, 2400.0),
     "V100": (0.55, 1200.0),

@@ -9,7 +9,7 @@ model with a seed, to cross-check.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -359,12 +359,3 @@ def monte_carlo(instance: Instance, assignment: Assignment, *, samples: int = 10
         objective_ci=float(1.96 * total.std(ddof=1) / math.sqrt(samples)),
         jobs=MappingProxyType(jobs),
     )
-
-
-def groups_of(instance: Instance, assignment: Assignment) -> list[tuple[int, list[int]]]:
-    """``(job position, sorted server positions)`` of each placed job."""
-    return _job_servers(instance, assignment)
-
-
-def iter_ids(xs: Iterable[int], instance: Instance) -> list[str]:
-    return [instance.servers[i].id for i in xs]

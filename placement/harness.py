@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import subprocess
 import sys
@@ -244,7 +243,3 @@ def _run_dask(todo: list[Run], address: str, parallel: int, grace_s: float | Non
         client.close()
         if cluster is not None:
             cluster.close()
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -1,8 +1,5 @@
-import json
 import os
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 import placement
 from placement.errors import MethodUnavailableError, UnknownMethodError
-from placement.evaluate import evaluate
 from placement.model import Instance, Status
 from placement.registry import REGISTRY
 from placement.testing import check_solution, instances

@@ -1,7 +1,6 @@
 import itertools
 
 from hypothesis import given
-from hypothesis import strategies as st
 
 import placement
 from placement.instances.generate import generate

@@ -3,9 +3,8 @@ import copy
 import pytest
 from hypothesis import given
 
-import placement
 from placement.io import instance_from_dict
-from placement.testing import assignments, instances
+from placement.testing import instances
 from placement.validate import validate
 
 from test_io import BASE
