@@ -164,33 +164,30 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
         ok = [r["objective"] for r in rs if r.get("valid") and r.get("objective") is not None]
         if ok:
             best[k] = min(ok)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for m in methods:
-        pts = [(max(float(r["wall_s"]), 1e-3), r["objective"] / best[(r["instance"], float(r["time_limit_s"]), int(r["seed"]))])
-               for r in rows if r["method"] == m and r.get("valid") and r.get("objective") is not None
-               and (r["instance"], float(r["time_limit_s"]), int(r["seed"])) in best]
-        if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
-    ax.set_xscale("log")
-    ax.set_xlabel("wall time (s)")
-    ax.set_ylabel("objective / best")
-    ax.set_title("Objective against time")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "objective_vs_time.png", dpi=110)
-    plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for m in methods:
-        pts = [(r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3)) for r in rows if r["method"] == m and r.get("gpus")]
-        if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("free GPUs in the instance")
-    ax.set_ylabel("wall time (s)")
-    ax.set_title("Time against instance size")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(out / "time_vs_size.png", dpi=110)
-    plt.close(fig)
+    def key(r: dict[str, Any]) -> tuple[str, float, int]:
+        return (r["instance"], float(r["time_limit_s"]), int(r["seed"]))
+
+    def scatter(points: Any, title: str, xlabel: str, ylabel: str, logy: bool, name: str) -> None:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for m in methods:
+            pts = points(m)
+            if pts:
+                ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
+        ax.set_xscale("log")
+        if logy:
+            ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+
+    scatter(lambda m: [(max(float(r["wall_s"]), 1e-3), r["objective"] / best[key(r)]) for r in rows
+                       if r["method"] == m and r.get("valid") and r.get("objective") is not None and key(r) in best],
+            "Objective against time", "wall time (s)", "objective / best", False, "objective_vs_time.png")
+    scatter(lambda m: [(r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3)) for r in rows
+                       if r["method"] == m and r.get("gpus")],
+            "Time against instance size", "free GPUs in the instance", "wall time (s)", True, "time_vs_size.png")
