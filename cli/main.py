@@ -358,6 +358,98 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
         click.echo(json.dumps(doc, indent=1))
 
 
+@cli.command()
+@click.argument("instance")
+@click.option("--logs", "logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Iteration log CSV (job, worker, server, iteration, duration); repeatable.")
+@click.option("--pai", "pai", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="An Alibaba PAI per-worker file (worker, gpu, time, batch_time_norm); servers are <job>/w<worker>.")
+@click.option("--telemetry", type=click.Path(exists=True, dir_okay=False), help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).")
+@click.option("--demands", type=click.Path(exists=True, dir_okay=False), help="Per-job demand CSV (job, cpu, memory, network, gpu), with --telemetry.")
+@click.option("--jobs", "jobs_file", type=click.Path(exists=True, dir_okay=False), help="Replace INSTANCE's jobs by this JSON list of jobs (INSTANCE is then the cluster).")
+@click.option("--half-life", type=click.FloatRange(min=0, min_open=True), default=None, help="Recency half-life, in log iterations (default 1000).")
+@click.option("--prior-strength", type=click.FloatRange(min=0, min_open=True), default=None, help="Beta prior pseudo-iterations (default 5).")
+@click.option("--horizon", type=click.IntRange(min=1), default=1, show_default=True, help="Telemetry steps ahead to forecast.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the instance here (default: stdout).")
+@_guard
+def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemetry: str | None, demands: str | None,
+             jobs_file: str | None, half_life: float | None, prior_strength: float | None, horizon: int, output: str | None) -> None:
+    """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
+    import numpy as np
+
+    import placement
+    from placement import estimate as est
+    from placement.io import instance_to_dict, parse_json, write_json_atomic
+
+    inst = placement.resolve_instance(instance)
+    if jobs_file:
+        from pathlib import Path
+
+        data, problems = parse_json(Path(jobs_file).read_text(), what="jobs")
+        if problems or not isinstance(data, list):
+            raise InvalidInputError(problems or [f"{jobs_file} must hold a JSON list of jobs"], source=jobs_file)
+        doc = instance_to_dict(inst)
+        doc["jobs"] = data
+        inst = placement.instance_from_dict(doc, source=jobs_file)
+    if not (logs or pai or telemetry):
+        raise InvalidInputError(["give --logs, --pai and/or --telemetry: nothing to estimate from"])
+    if bool(telemetry) != bool(demands):
+        raise InvalidInputError(["--telemetry and --demands go together"])
+    servers = fleet = None
+    if logs or pai:
+        parts = [est.read_iteration_log(p) for p in logs] + ([est.read_pai(list(pai))] if pai else [])
+        log = est.LogData(*(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration")))
+        kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
+        servers, fleet = est.estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
+        servers = {k: v for k, v in servers.items() if k in inst.server_by_id or k in set(log.server)}
+        inst = est.apply_estimates(inst, servers, fleet)
+    overrides = None
+    if telemetry and demands:
+        overrides = est.contention_overrides(inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon)
+        inst = est.apply_estimates(inst, overrides=overrides)
+    doc = instance_to_dict(inst)
+    if output:
+        write_json_atomic(output, doc)
+    else:
+        click.echo(json.dumps(doc, indent=1))
+    from rich.table import Table
+
+    con = _console()
+    if servers is not None:
+        t = Table(title="learned per server (from logs)", show_edge=False, pad_edge=False)
+        for c in ("server", "samples", "recency-weighted", "P(straggle)", "E[S]", "support"):
+            t.add_column(c)
+        for sid, e in servers.items():
+            t.add_row(sid, str(e.samples), f"{e.effective:.1f}", f"{e.straggle_probability:.3f}", f"{e.mean:.3f}",
+                      " ".join(f"{v:g}" for v in e.slowdown.values))
+        con.print(t)
+        con.print(f"fleet prior (servers without observations): E[S] = {fleet.mean():.3f}")
+    if overrides:
+        n = sum(len(v) for v in overrides.values())
+        con.print(f"contention: {n} job-server overrides for {len(overrides)} job(s) from the telemetry forecast")
+
+
+@cli.command()
+@click.argument("pai_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
+@click.option("--train-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True)
+@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True, help="For the replay's placements.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@_guard
+def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int) -> None:
+    """Backtest the estimator on PAI per-worker files: fit on the first part, score on the rest."""
+    from placement.backtest import backtest_pai
+
+    r = backtest_pai(list(pai_files), train_fraction=train_fraction, time_limit_s=time_limit, seed=seed)
+    click.echo(f"train {r.samples_train} samples, test {r.samples_test} samples (train fraction {r.train_fraction:g})")
+    click.echo(f"{'model':20s} {'loglik/sample':>13s} {'E[max] abs err':>15s} {'replay objective':>17s}")
+    for m in r.loglik:
+        err = sum(r.job_error[m].values()) / len(r.job_error[m])
+        click.echo(f"{m:20s} {r.loglik[m]:13.4f} {err:15.4f} {r.replay[m]:17.2f}")
+    click.echo("expected slowest-worker time (median-worker units), observed on the held-out part vs predicted:")
+    for j, o in r.observed.items():
+        click.echo(f"  {j}: observed {o:.3f}  " + "  ".join(f"{m} {r.predicted[m][j]:.3f}" for m in r.predicted))
+
+
 def main() -> None:
     """Console-script entry point; usage errors exit 2 (click's own convention)."""
     cli(prog_name="placement")
