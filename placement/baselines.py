@@ -132,7 +132,7 @@ def _consolidate_rule(st: State, jp: int) -> dict[int, int] | None:
 
 def _max_survival_rule(st: State, jp: int) -> dict[int, int] | None:
     c = _free(st, jp)
-    surv = np.array([st.idx.survival(jp, int(sp)) for sp in c])
+    surv = st.idx.job_survival(jp, c)
     rooms = st.room(jp, c)
     return st.fill(jp, c[np.lexsort((-rooms, -surv))])
 

@@ -38,6 +38,23 @@ def _compositions(rooms: list[int], need: int, i: int = 0) -> Iterator[tuple[int
             yield (k,) + tail
 
 
+MAX_SERVERS = 64
+"""Most candidate servers of one job the enumeration takes on."""
+
+
+def _count(rooms: list[int], need: int) -> int:
+    """Number of allocations of ``need`` workers within ``rooms`` (dynamic programming)."""
+    ways = [1] + [0] * need
+    for r in rooms:
+        nxt = [0] * (need + 1)
+        for have, w in enumerate(ways):
+            if w:
+                for k in range(0, min(r, need - have) + 1):
+                    nxt[have + k] += w
+        ways = nxt
+    return ways[need]
+
+
 def job_allocations(st: State, jp: int, limit: int = MAX_ALLOCATIONS) -> list[dict[int, int]] | None:
     """Every allocation of ``jp`` on empty capacity (``None`` if more than ``limit``)."""
     job = st.instance.jobs[jp]
@@ -45,6 +62,8 @@ def job_allocations(st: State, jp: int, limit: int = MAX_ALLOCATIONS) -> list[di
     rooms = st.room(jp, allowed)
     keep = rooms > 0
     sps, rs = [int(s) for s in allowed[keep]], [int(r) for r in rooms[keep]]
+    if len(sps) > MAX_SERVERS or _count(rs, job.workers) > limit:
+        return None
     out: list[dict[int, int]] = []
     for comp in _compositions(rs, job.workers):
         alloc = {sp: k for sp, k in zip(sps, comp) if k > 0}

@@ -86,6 +86,47 @@ class EvalIndex:
                 else:
                     self.over_row[key] = np.asarray(o, dtype=float)
         self.gpu_type = [s.gpu_type for s in servers]
+        self.type_names = sorted(set(self.gpu_type))
+        code = {t: k for k, t in enumerate(self.type_names)}
+        self.type_codes = np.array([code[t] for t in self.gpu_type], dtype=np.int64)
+        self._job_a: dict[int, np.ndarray] = {}
+        self._job_score: dict[int, np.ndarray] = {}
+
+    # per-job vectors over all servers (cached) ----------------------------------
+    def job_a(self, jp: int) -> np.ndarray:
+        """``a[j][n]`` for every server: inf where the GPU type or ``allowed_servers``
+        forbids it."""
+        if jp not in self._job_a:
+            job = self.instance.jobs[jp]
+            speeds = np.array([job.speed(t) or 0.0 for t in self.type_names])
+            sp = speeds[self.type_codes]
+            with np.errstate(divide="ignore"):
+                a = np.where(sp > 0, job.compute_ms / np.where(sp > 0, sp, 1.0), math.inf)
+            if job.allowed_servers is not None:
+                ok = np.zeros(self.n, dtype=bool)
+                ok[[self.instance.server_pos[s] for s in job.allowed_servers]] = True
+                a = np.where(ok, a, math.inf)
+            self._job_a[jp] = a
+        return self._job_a[jp]
+
+    def job_score(self, jp: int) -> np.ndarray:
+        """``a[j][n] E[S_jn]`` for every server (the job's overrides patched in)."""
+        if jp not in self._job_score:
+            mean = self.server_mean.copy()
+            for (j, sp) in list(self.over_dist) + list(self.over_row):
+                if j == jp:
+                    mean[sp] = self.mean_slowdown(jp, sp)
+            self._job_score[jp] = self.job_a(jp) * mean
+        return self._job_score[jp]
+
+    def job_survival(self, jp: int, sps: np.ndarray) -> np.ndarray:
+        """``P(S_jn <= 1)`` on the servers ``sps``."""
+        out = self.server_survival[sps].copy()
+        if self.over_dist or self.over_row:
+            for k, sp in enumerate(sps):
+                if (jp, int(sp)) in self.over_dist or (jp, int(sp)) in self.over_row:
+                    out[k] = self.survival(jp, int(sp))
+        return out
 
     # per-pair data ------------------------------------------------------------
     def a(self, jp: int, sp: int) -> float:
@@ -273,22 +314,19 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     at the widest bandwidth any server set able to hold the gang offers."""
     idx = _index(instance)
     job = instance.jobs[jp]
-    allowed = [sp for sp, s in enumerate(instance.servers) if job.allows(s) and s.free_gpus > 0]
-    if not allowed:
+    cl = instance.cluster
+    free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus, 0)
+    if not free.any():
         return math.inf
-    best_compute = min(idx.a(jp, sp) * idx.mean_slowdown(jp, sp) for sp in allowed)
+    best_compute = float(idx.job_score(jp)[free > 0].min())
     if job.workers == 1:
         return best_compute
-    cl = instance.cluster
-    single = [instance.servers[sp].intra_bandwidth_gbps for sp in allowed if instance.servers[sp].free_gpus >= job.workers]
-    allowed_ids = {instance.servers[sp].id for sp in allowed}
-    multi = [
-        d.bandwidth_gbps
-        for d in cl.domains
-        if sum(instance.server_by_id[s].free_gpus for s in d.servers if s in allowed_ids) >= job.workers
-    ]
-    bw = max(single + multi, default=0.0)
-    return best_compute + comm_ms(job, bw)
+    bws = list(cl.intra_bandwidth[free >= job.workers])
+    if cl.domains:
+        concat, offsets = cl.domain_concat
+        room = np.add.reduceat(free[concat], offsets)
+        bws += [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers]
+    return best_compute + comm_ms(job, max(bws, default=0.0))
 
 
 def lower_bound(instance: Instance) -> float | None:

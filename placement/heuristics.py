@@ -24,10 +24,20 @@ IMPROVE_RTOL = 1e-9
 
 
 def job_order(instance: Instance) -> list[int]:
-    """Largest gangs first (hardest to fit), then heaviest per-iteration cost."""
+    """Least flexible first: jobs whose allowed servers offer few GPUs per worker needed
+    (restricted GPU types or servers) come first, by powers of two of that ratio; within
+    a class, largest gangs first (hardest to fit), then heaviest per-iteration cost."""
+    idx = instance.eval_index
+    free = instance.cluster.free_gpus
+
+    def flex(jp: int) -> int:
+        usable = int(free[np.isfinite(idx.job_a(jp))].sum())
+        return int(math.floor(math.log2(max(usable, 1) / instance.jobs[jp].workers))) if usable else -1
+
     return sorted(
         range(len(instance.jobs)),
-        key=lambda jp: (-instance.jobs[jp].workers, -instance.jobs[jp].weight * instance.jobs[jp].compute_ms, jp),
+        key=lambda jp: (min(flex(jp), 6), -instance.jobs[jp].workers,
+                        -instance.jobs[jp].weight * instance.jobs[jp].compute_ms, jp),
     )
 
 
@@ -46,73 +56,96 @@ def rank(st: State) -> tuple[float, float]:
     return (-w, sum(st.cost(jp, a) for jp, a in st.x.items()))
 
 
-def _candidate_sets(st: State, jp: int) -> list[dict[int, int]]:
-    """Candidate allocations of ``jp`` on the current free capacity: the best single
-    servers, and inside every bandwidth domain able to hold the gang, fills in three
-    orders (expected compute time; fewest servers; probability of no slowdown)."""
-    job = st.instance.jobs[jp]
+def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
+    need = W
+    alloc: dict[int, int] = {}
+    for sp, rr in zip(members[order], rooms[order]):
+        k = int(min(rr, need))
+        alloc[int(sp)] = k
+        need -= k
+        if need == 0:
+            break
+    return alloc
+
+
+def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
+    """The cheapest candidate allocation of ``jp`` on the current free capacity, and its
+    cost (inf: none fits).
+
+    Candidates: the best single servers; and inside each bandwidth domain able to hold the
+    gang, fills in three orders (expected compute time; fewest servers; probability of no
+    slowdown).  Domains are visited by increasing optimistic cost (their best server's
+    expected compute time plus the all-reduce time at their bandwidth) and skipped once that
+    cannot beat the best candidate found, which keeps the work per job near-linear in the
+    number of servers.
+    """
+    from placement.evaluate import comm_ms, job_weight_factor
+
+    inst = st.instance
+    job = inst.jobs[jp]
     W = job.workers
     allowed = st.allowed(jp)
     if len(allowed) == 0:
-        return []
+        return None, math.inf
     rooms = st.room(jp, allowed)
     ok = rooms > 0
     cand, crooms = allowed[ok], rooms[ok]
     if crooms.sum() < W:
-        return []
+        return None, math.inf
     score = st.score(jp)
-    surv = np.array([st.idx.survival(jp, int(sp)) for sp in cand])
-    out: list[dict[int, int]] = []
-    # single servers: E[T] = a E[S] + 0 comm when all fit on one
+    best_alloc: dict[int, int] | None = None
+    best = math.inf
     single = cand[crooms >= W]
     if len(single):
-        intra = st.cluster.intra_bandwidth[single]
-        from placement.evaluate import comm_ms
-
-        c = np.array([comm_ms(job, b) for b in intra])
-        best = single[np.argsort(score[single] + c, kind="stable")[:3]]
-        out += [{int(sp): W} for sp in best]
-    if W == 1 or (job.max_servers == 1):
-        return out
-    n = st.n
-    room_full = np.zeros(n, dtype=np.int64)
+        c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
+        top = single[np.argsort(score[single] + c, kind="stable")[:3]]
+        opts = [{int(sp): W} for sp in top]
+        costs = st.costs(jp, [list(o) for o in opts])
+        k = int(np.argmin(costs))
+        if math.isfinite(costs[k]):
+            best_alloc, best = opts[k], float(costs[k])
+    if W == 1 or job.max_servers == 1:
+        return best_alloc, best
+    cl = st.cluster
+    if not cl.domains:
+        return best_alloc, best
+    room_full = np.zeros(st.n, dtype=np.int64)
     room_full[cand] = crooms
-    surv_full = np.zeros(n)
-    surv_full[cand] = surv
-    for members in st.cluster.domain_members:
-        m = members[room_full[members] > 0]
-        if len(m) < 2 or room_full[m].sum() < W:
+    concat, offsets = cl.domain_concat
+    dom_room = np.add.reduceat(room_full[concat], offsets)
+    dom_maxroom = np.maximum.reduceat(room_full[concat], offsets)
+    # a set of k >= 2 servers of D has E[max] >= its largest E[a S] >= D's k-th smallest
+    masked = np.where(room_full > 0, score, math.inf)[concat]
+    seg = np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, len(concat))))
+    sorted_scores = masked[np.lexsort((masked, seg))]
+    lens = np.diff(np.append(offsets, len(concat)))
+    k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
+    kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
+    wf = job_weight_factor(inst, job)
+    lb = np.array([wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
+                   for m, d, r in zip(kth, cl.domains, dom_room)])
+    order = np.argsort(lb, kind="stable")
+    pos = 0
+    while pos < len(order) and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
+        # a chunk of domains at a time: one call of the exact kernel, then prune again
+        opts: list[dict[int, int]] = []
+        while pos < len(order) and len(opts) < 24 and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
+            members = cl.domain_members[order[pos]]
+            pos += 1
+            m = members[room_full[members] > 0]
+            r, sc = room_full[m], score[m]
+            sv = st.idx.job_survival(jp, m)
+            for o in (np.lexsort((-r, sc)), np.lexsort((sc, -r)), np.lexsort((-r, sc, -sv))):
+                alloc = _fill(m, r, o, W)
+                if job.max_servers is None or len(alloc) <= job.max_servers:
+                    opts.append(alloc)
+        if not opts:
             continue
-        r, sc, sv = room_full[m], score[m], surv_full[m]
-        orders = (
-            np.lexsort((-r, sc)),          # expected compute time, then room
-            np.lexsort((sc, -r)),          # fewest servers, then expected time
-            np.lexsort((-r, sc, -sv)),     # no-slowdown probability, then time
-        )
-        for o in orders:
-            need = W
-            alloc: dict[int, int] = {}
-            for sp, rr in zip(m[o], r[o]):
-                k = int(min(rr, need))
-                alloc[int(sp)] = k
-                need -= k
-                if need == 0:
-                    break
-            if job.max_servers is None or len(alloc) <= job.max_servers:
-                out.append(alloc)
-    return out
-
-
-def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
-    """The cheapest candidate allocation of ``jp`` now, and its cost (inf: none fits)."""
-    cands = _candidate_sets(st, jp)
-    if not cands:
-        return None, math.inf
-    costs = st.costs(jp, [list(c) for c in cands])
-    best = int(np.argmin(costs))
-    if not math.isfinite(costs[best]):
-        return None, math.inf
-    return cands[best], float(costs[best])
+        costs = st.costs(jp, [list(o) for o in opts])
+        k = int(np.argmin(costs))
+        if costs[k] < best:
+            best_alloc, best = opts[k], float(costs[k])
+    return best_alloc, best
 
 
 def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> State:
@@ -128,17 +161,36 @@ def _complete(instance: Instance, st: State) -> bool:
     return instance.admission != "all" or len(st.x) == len(instance.jobs)
 
 
+GREEDY_ROUNDS = 4
+"""Squeaky-wheel rounds: jobs left out by one greedy pass go first in the next."""
+
+
 def greedy(instance: Instance, opts: Options) -> Outcome:
-    """Straggler- and communication-aware greedy construction."""
-    st = greedy_state(instance)
+    """Straggler- and communication-aware greedy construction.
+
+    With admission ``all``, jobs a pass could not place (their servers taken by more
+    flexible jobs) go first in the next pass, up to ``GREEDY_ROUNDS`` passes; if some still
+    do not fit, the consolidating baseline's packing is the fallback start."""
+    t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
+    order = job_order(instance)
+    st = greedy_state(instance, order)
     path = ["greedy"]
+    rounds = 1
+    while instance.admission == "all" and not _complete(instance, st) and rounds < GREEDY_ROUNDS and time.monotonic() < t_end:
+        failed = [jp for jp in order if jp not in st.x]
+        order = failed + [jp for jp in order if jp in st.x]
+        nxt = greedy_state(instance, order)
+        rounds += 1
+        if rank(nxt) < rank(st):
+            st = nxt
+    if rounds > 1:
+        path = [f"greedy({rounds} rounds)"]
     if instance.admission == "best_effort":
         st2 = greedy_state(instance, density_order(instance))
         if rank(st2) < rank(st):
             st = st2
             path = ["greedy(weight-density order)"]
     if not _complete(instance, st):
-        # fragmentation: fall back to packing, then let the local search improve it
         from placement.baselines import consolidate_state
 
         st2 = consolidate_state(instance)
@@ -150,23 +202,26 @@ def greedy(instance: Instance, opts: Options) -> Outcome:
     return Outcome(st.assignment(), path=path)
 
 
-def _improve(st: State, opts: Options, rng: np.random.Generator, t_end: float) -> int:
-    """Hill-climb until a pass makes no move or time runs out; returns moves made."""
+def _improve(st: State, opts: Options, rng: np.random.Generator, t_end: float,
+             jobs: Sequence[int] | None = None) -> int:
+    """Hill-climb (over ``jobs``, default all) until a pass makes no move or time runs
+    out; returns moves made."""
     inst = st.instance
     moves = 0
-    n_jobs = len(inst.jobs)
+    pool = np.arange(len(inst.jobs)) if jobs is None else np.asarray(list(jobs), dtype=np.int64)
     improved = True
     while improved and time.monotonic() < t_end:
         improved = False
         # best effort: insert what now fits (more weight placed always wins)
-        for jp in range(n_jobs):
+        for jp in pool:
+            jp = int(jp)
             if jp not in st.x:
                 alloc, c = greedy_job(st, jp)
                 if alloc is not None:
                     st.take(jp, alloc)
                     moves += 1
                     improved = True
-        for jp in rng.permutation(n_jobs):
+        for jp in rng.permutation(pool):
             jp = int(jp)
             if time.monotonic() >= t_end:
                 break
@@ -258,18 +313,16 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = 6) -> bool:
     targets = others[:top]
     if len(others) > top:
         targets += [int(s) for s in rng.choice(others[top:], size=min(top, len(others) - top), replace=False)]
-    holders: dict[int, list[int]] = {}
-    for ip, a in st.x.items():
-        if ip != jp:
-            for s in a:
-                holders.setdefault(s, []).append(ip)
+    holders = st.holders
     worst = sorted(alloc, key=lambda s: -score[s])[:2]
     old_j = st.cost(jp, alloc)
     for n in worst:
         for m in targets:
             if score[m] >= score[n]:
                 continue
-            for ip in holders.get(m, []):
+            for ip in sorted(holders.get(m, ())):
+                if ip == jp:
+                    continue
                 a_i = st.x[ip]
                 if n in a_i or m in st.x[jp] or not inst.jobs[ip].allows(inst.servers[n]):
                     continue
@@ -321,7 +374,12 @@ def _perturb(st: State, opts: Options, rng: np.random.Generator, t_end: float) -
             alloc, _ = greedy_job(st, int(jp))
             if alloc is not None:
                 st.take(int(jp), alloc)
-        _improve(st, opts, rng, t_end)
+        # climb again around the kick only: the victims and the jobs sharing their servers
+        near = set(victims)
+        for jp in victims:
+            for sp in st.x.get(jp, {}):
+                near |= st.holders.get(sp, set())
+        _improve(st, opts, rng, t_end, sorted(near))
         r = rank(st)
         if r[0] < best_rank[0] or (r[0] == best_rank[0] and _better(r[1], best_rank[1])):
             best_rank, best = r, st.snapshot()

@@ -125,10 +125,20 @@ def auto_method(instance: Instance, opts: Options) -> Outcome:
         best = best_placement(instance, best, exact.assignment)[1]
     if best is None:
         return Outcome(None, path=path, message=g.message)
-    if time.monotonic() < opts.deadline - 0.05:
-        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, opts.deadline))
+    large = len(instance.servers) * len(instance.jobs) > 100_000
+    reserve = min(0.15 * opts.time_limit_s, 10.0) if large and instance.admission == "all" else 0.0
+    if time.monotonic() < opts.deadline - reserve - 0.05:
+        ls_end = opts.deadline - reserve
+        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, ls_end))
         path += ["auto:local_search"] + ls.path
         best = best_placement(instance, best, ls.assignment)[1]
+    if instance.admission == "all":
+        from placement.formulations.transport import transport_lower_bound
+
+        tb = transport_lower_bound(instance, time_limit_s=max(0.5, opts.deadline - time.monotonic() - 0.5))
+        if tb is not None:
+            path.append("auto:transport_bound")
+            bound = tb if bound is None else max(bound, tb)
     return Outcome(best, bound=bound, path=path)
 
 
@@ -140,7 +150,10 @@ def _exact_step(instance: Instance, opts: Options, start: Assignment | None, pat
     from placement.formulations.index import index_instance
     from placement.formulations.oblivious import EXACT_PREFERENCE
 
-    size = index_instance(instance).size
+    idx = instance.eval_index
+    free = instance.cluster.free_gpus > 0
+    rough = sum(2 * int((np.isfinite(idx.job_a(jp)) & free).sum()) for jp in range(len(instance.jobs)))
+    size = index_instance(instance).size if rough <= 4 * AUTO_EXACT_SIZE else rough
     if size > AUTO_EXACT_SIZE:
         path.append(f"auto:exact skipped ({size} variables > {AUTO_EXACT_SIZE})")
         return None

@@ -32,9 +32,9 @@ class State:
         self.cpus = np.array([math.inf if s.cpus is None else s.cpus for s in servers], dtype=float)
         self.mem = np.array([math.inf if s.memory_gb is None else s.memory_gb for s in servers], dtype=float)
         self.x: dict[int, dict[int, int]] = {}
+        self.holders: dict[int, set[int]] = {}
+        """Server position -> jobs with workers on it."""
         self._allowed: dict[int, np.ndarray] = {}
-        self._a: dict[int, np.ndarray] = {}
-        self._score: dict[int, np.ndarray] = {}
         self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
         self.component = self.cluster.component
 
@@ -42,25 +42,16 @@ class State:
     def allowed(self, jp: int) -> np.ndarray:
         """Server positions job ``jp`` may use (GPU type and ``allowed_servers``)."""
         if jp not in self._allowed:
-            job = self.instance.jobs[jp]
-            self._allowed[jp] = np.array(
-                [sp for sp, s in enumerate(self.instance.servers) if job.allows(s)], dtype=np.int64
-            )
+            self._allowed[jp] = np.flatnonzero(np.isfinite(self.idx.job_a(jp)))
         return self._allowed[jp]
 
     def a(self, jp: int) -> np.ndarray:
         """Ideal per-worker compute time of ``jp`` on every server (inf where not allowed)."""
-        if jp not in self._a:
-            self._a[jp] = np.array([self.idx.a(jp, sp) for sp in range(self.n)])
-        return self._a[jp]
+        return self.idx.job_a(jp)
 
     def score(self, jp: int) -> np.ndarray:
         """Expected compute time ``a * E[S]`` of ``jp`` on every server."""
-        if jp not in self._score:
-            a = self.a(jp)
-            mean = np.array([self.idx.mean_slowdown(jp, sp) for sp in range(self.n)])
-            self._score[jp] = a * mean
-        return self._score[jp]
+        return self.idx.job_score(jp)
 
     def room(self, jp: int, sps: np.ndarray | Sequence[int]) -> np.ndarray:
         """How many more workers of ``jp`` each server in ``sps`` can take now."""
@@ -82,10 +73,14 @@ class State:
             if job.memory_gb_per_worker:
                 self.mem[sp] -= k * job.memory_gb_per_worker
         self.x[jp] = dict(alloc)
+        for sp in alloc:
+            self.holders.setdefault(sp, set()).add(jp)
 
     def release(self, jp: int) -> dict[int, int]:
         alloc = self.x.pop(jp, {})
         job = self.instance.jobs[jp]
+        for sp in alloc:
+            self.holders[sp].discard(jp)
         for sp, k in alloc.items():
             self.gpus[sp] += k
             if job.cpus_per_worker:
@@ -101,6 +96,10 @@ class State:
         x, g, c, m = snap
         self.x = {j: dict(a) for j, a in x.items()}
         self.gpus, self.cpus, self.mem = g.copy(), c.copy(), m.copy()
+        self.holders = {}
+        for jp, a in self.x.items():
+            for sp in a:
+                self.holders.setdefault(sp, set()).add(jp)
 
     # ---------------------------------------------------------------- costs
     def costs(self, jp: int, sets: Sequence[Sequence[int]]) -> np.ndarray:

@@ -189,6 +189,15 @@ class Cluster:
         """Server positions of each domain."""
         return tuple(np.array([self._pos[s] for s in d.servers], dtype=np.int64) for d in self.domains)
 
+    @cached_property
+    def domain_concat(self) -> tuple[np.ndarray, np.ndarray]:
+        """All domains' member positions concatenated, and each domain's offset (for
+        ``np.ufunc.reduceat``)."""
+        if not self.domains:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        lens = [len(m) for m in self.domain_members]
+        return np.concatenate(self.domain_members), np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
+
     def chain(self, server: str) -> tuple[int, ...]:
         """Indices of the domains holding ``server``, innermost first."""
         return self._chains[server]
