@@ -75,6 +75,8 @@ def _summary(inst: Any, sol: Any) -> None:
     )
     if sol.stats.get("path"):
         con.print("path: " + " -> ".join(sol.stats["path"]))
+    if "moved_workers" in sol.stats:
+        con.print(f"re-planned: {sol.stats['moved_workers']} worker(s) moved (budget {sol.stats.get('max_moves')})")
     if sol.stats.get("message"):
         con.print(f"note: {sol.stats['message']}")
     if not sol.jobs:
@@ -111,8 +113,12 @@ _EXIT = {"optimal": EXIT_OK, "feasible": EXIT_OK, "infeasible": EXIT_INFEASIBLE,
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the solution JSON here (default: stdout).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary table on stderr.")
+@click.option("--previous", type=click.Path(exists=True, dir_okay=False), help="Re-plan from this solution (the placement running now).")
+@click.option("--max-moves", type=click.IntRange(min=0), default=None, help="With --previous: move at most K workers.")
+@click.option("--move-cost", type=click.FloatRange(min=0), default=0.0, help="With --previous: objective units per moved worker.")
 @_guard
-def solve(instance: str | None, method: str, time_limit: float, seed: int, threads: int, output: str | None, quiet: bool) -> None:
+def solve(instance: str | None, method: str, time_limit: float, seed: int, threads: int, output: str | None, quiet: bool,
+          previous: str | None, max_moves: int | None, move_cost: float) -> None:
     """Solve INSTANCE (a file or a bundled name; default: the bundled `demo`).
 
     The solution JSON goes to stdout (or --output); a summary table goes to stderr.
@@ -123,7 +129,15 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
 
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
-    sol = placement.solve(inst, method, time_limit_s=time_limit, seed=seed, threads=threads)
+    prev = None
+    if previous:
+        prev = placement.load_solution(previous).assignment
+        if method not in ("auto", "local_search"):
+            raise InvalidInputError([f"--previous re-plans with -m auto or -m local_search, not {method!r}"])
+    elif max_moves is not None or move_cost:
+        raise InvalidInputError(["--max-moves and --move-cost need --previous"])
+    sol = placement.solve(inst, method, time_limit_s=time_limit, seed=seed, threads=threads,
+                          previous=prev, max_moves=max_moves, move_cost=move_cost)
     doc = solution_to_dict(sol)
     if output:
         write_json_atomic(output, doc)

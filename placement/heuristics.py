@@ -51,9 +51,10 @@ def density_order(instance: Instance) -> list[int]:
 
 
 def rank(st: State) -> tuple[float, float]:
-    """Lexicographic key of a state, smaller is better: (-weight placed, objective)."""
+    """Lexicographic key of a state, smaller is better: (-weight placed, objective plus
+    the price of moved workers when re-planning)."""
     w = sum(st.instance.jobs[jp].weight for jp in st.x)
-    return (-w, sum(st.cost(jp, a) for jp, a in st.x.items()))
+    return (-w, sum(st.cost(jp, a) for jp, a in st.x.items()) + st.move_cost * st.moved)
 
 
 def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
@@ -238,13 +239,15 @@ def _better(new: float, old: float) -> bool:
 
 
 def _reinsert(st: State, jp: int) -> bool:
-    old_alloc = st.release(jp)
-    old = st.cost(jp, old_alloc)
+    old_alloc = st.x[jp]
+    old = st.priced(jp, old_alloc)
+    st.release(jp)
     alloc, c = greedy_job(st, jp)
-    if alloc is not None and _better(c, old):
+    st.take(jp, old_alloc)
+    if alloc is not None and _better(st.priced(jp, alloc), old) and st.change_ok({jp: (old_alloc, alloc)}):
+        st.release(jp)
         st.take(jp, alloc)
         return True
-    st.take(jp, old_alloc)
     return False
 
 
@@ -253,7 +256,7 @@ def _relocate(st: State, jp: int, top: int = 8) -> bool:
     job's other servers (fewer servers)."""
     job = st.instance.jobs[jp]
     alloc = st.x[jp]
-    old = st.cost(jp, alloc)
+    old = st.priced(jp, alloc)
     score = st.score(jp)
     allowed = st.allowed(jp)
     used = np.array(sorted(alloc), dtype=np.int64)
@@ -287,9 +290,12 @@ def _relocate(st: State, jp: int, top: int = 8) -> bool:
                 opt[int(m)] = k
                 if job.max_servers is None or len(opt) <= job.max_servers:
                     options.append(opt)
+        options = [o for o in options if st.change_ok({jp: (alloc, o)})]
         if not options:
             continue
         costs = st.costs(jp, [list(o) for o in options])
+        if st.move_cost:
+            costs = costs + st.move_cost * np.array([st.moves_of(jp, o) for o in options])
         b = int(np.argmin(costs))
         if _better(float(costs[b]), old):
             st.release(jp)
@@ -315,7 +321,7 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = 6) -> bool:
         targets += [int(s) for s in rng.choice(others[top:], size=min(top, len(others) - top), replace=False)]
     holders = st.holders
     worst = sorted(alloc, key=lambda s: -score[s])[:2]
-    old_j = st.cost(jp, alloc)
+    old_j = st.priced(jp, alloc)
     for n in worst:
         for m in targets:
             if score[m] >= score[n]:
@@ -333,9 +339,9 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = 6) -> bool:
                 mj, mi = inst.jobs[jp].max_servers, inst.jobs[ip].max_servers
                 if (mj is not None and len(new_j) > mj) or (mi is not None and len(new_i) > mi):
                     continue
-                old = old_j + st.cost(ip, a_i)
-                new = st.cost(jp, new_j) + st.cost(ip, new_i)
-                if not _better(new, old):
+                old = old_j + st.priced(ip, a_i)
+                new = st.priced(jp, new_j) + st.priced(ip, new_i)
+                if not _better(new, old) or not st.change_ok({jp: (alloc, new_j), ip: (a_i, new_i)}):
                     continue
                 # capacity check by trial
                 sj, si = st.release(jp), st.release(ip)
@@ -381,7 +387,8 @@ def _perturb(st: State, opts: Options, rng: np.random.Generator, t_end: float) -
                 near |= st.holders.get(sp, set())
         _improve(st, opts, rng, t_end, sorted(near))
         r = rank(st)
-        if r[0] < best_rank[0] or (r[0] == best_rank[0] and _better(r[1], best_rank[1])):
+        within = st.move_budget is None or st.moved <= st.move_budget
+        if within and (r[0] < best_rank[0] or (r[0] == best_rank[0] and _better(r[1], best_rank[1]))):
             best_rank, best = r, st.snapshot()
             kept += 1
             fails = 0
@@ -396,7 +403,12 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
     t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
     path: list[str] = []
-    if opts.start is not None:
+    if opts.previous is not None:
+        from placement.replan import start_from_previous
+
+        st, note = start_from_previous(instance, opts.previous, opts.max_moves, opts.move_cost)
+        path.append(note)
+    elif opts.start is not None:
         st = State.from_assignment(instance, opts.start)
         path.append("start")
     else:

@@ -30,6 +30,10 @@ class Options:
     start: Assignment | None = None
     deadline: float = 0.0
     """Absolute ``time.monotonic()`` by which the method must return."""
+    previous: Assignment | None = None
+    """Re-planning: the placement running now; moves are counted against it."""
+    max_moves: int | None = None
+    move_cost: float = 0.0
 
 
 @dataclass

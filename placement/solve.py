@@ -7,6 +7,7 @@ valid for the true objective.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -183,6 +184,9 @@ def solve(
     seed: int = 0,
     threads: int = 1,
     start: Assignment | None = None,
+    previous: Assignment | None = None,
+    max_moves: int | None = None,
+    move_cost: float = 0.0,
 ) -> Solution:
     """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
 
@@ -190,6 +194,11 @@ def solve(
     >>> sol = placement.solve(placement.load_bundled("tiny"), "greedy", seed=1)
     >>> sol.status.value
     'feasible'
+
+    Re-planning: with ``previous`` (the placement running now), ``auto`` and
+    ``local_search`` re-optimise from it moving at most ``max_moves`` workers and/or paying
+    ``move_cost`` (objective units) per moved worker; ``stats.moved_workers`` says how
+    many moved.  New jobs are placed; jobs no longer in the instance are dropped.
 
     Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
     :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
@@ -205,11 +214,31 @@ def solve(
             raise ValueError(f"The {name!r} parameter of solve must be positive. Got {value!r} instead.")
     if not spec.available:
         raise MethodUnavailableError(f"method {spec.name!r} needs {', '.join(spec.requires)}, which is not installed")
+    if previous is not None and spec.name not in ("auto", "local_search"):
+        raise ValueError(f"The 'previous' parameter of solve (re-planning) needs method 'auto' or 'local_search'. Got {spec.name!r} instead.")
+    if max_moves is not None and (not isinstance(max_moves, int) or isinstance(max_moves, bool) or max_moves < 0):
+        raise ValueError(f"The 'max_moves' parameter of solve must be an int >= 0. Got {max_moves!r} instead.")
+    if not isinstance(move_cost, (int, float)) or move_cost < 0:
+        raise ValueError(f"The 'move_cost' parameter of solve must be a number >= 0. Got {move_cost!r} instead.")
     t0 = time.monotonic()
-    opts = Options(float(time_limit_s), seed, threads, start, t0 + float(time_limit_s))
-    fn: Callable[[Instance, Options], Outcome] = spec.load()
+    opts = Options(float(time_limit_s), seed, threads, start, t0 + float(time_limit_s), previous, max_moves, float(move_cost))
+    fn: Callable[[Instance, Options], Outcome] = spec.load() if previous is None else _replan_method
     outcome = fn(instance, opts)
-    return _finish(instance, spec.name, outcome, opts, t0)
+    sol = _finish(instance, spec.name, outcome, opts, t0)
+    if previous is not None and sol.status.has_placement:
+        from placement.replan import moved_workers
+
+        extra = {"moved_workers": moved_workers(previous, sol.assignment), "max_moves": max_moves, "move_cost": move_cost}
+        sol = dataclasses.replace(sol, stats={**sol.stats, **extra})
+    return sol
+
+
+def _replan_method(instance: Instance, opts: Options) -> Outcome:
+    """Re-planning runs the local search from the previous placement (both ``auto`` and
+    ``local_search``): the exact and constructive methods have no move budget."""
+    from placement.heuristics import local_search
+
+    return local_search(instance, opts)
 
 
 def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float) -> Solution:

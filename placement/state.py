@@ -34,6 +34,12 @@ class State:
         self.x: dict[int, dict[int, int]] = {}
         self.holders: dict[int, set[int]] = {}
         """Server position -> jobs with workers on it."""
+        # re-planning: the previous placement, a budget of moved workers, a price per move
+        self.prev: dict[int, dict[int, int]] = {}
+        self.move_budget: int | None = None
+        self.move_cost = 0.0
+        self.moved = 0
+        """Workers moved off their previous servers by the current placement."""
         self._allowed: dict[int, np.ndarray] = {}
         self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
         self.component = self.cluster.component
@@ -75,10 +81,14 @@ class State:
         self.x[jp] = dict(alloc)
         for sp in alloc:
             self.holders.setdefault(sp, set()).add(jp)
+        if jp in self.prev:
+            self.moved += self.moves_of(jp, alloc) - self.moves_of(jp, {})
 
     def release(self, jp: int) -> dict[int, int]:
         alloc = self.x.pop(jp, {})
         job = self.instance.jobs[jp]
+        if jp in self.prev and alloc:
+            self.moved += self.moves_of(jp, {}) - self.moves_of(jp, alloc)
         for sp in alloc:
             self.holders[sp].discard(jp)
         for sp, k in alloc.items():
@@ -89,13 +99,40 @@ class State:
                 self.mem[sp] += k * job.memory_gb_per_worker
         return alloc
 
-    def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray]:
-        return ({j: dict(a) for j, a in self.x.items()}, self.gpus.copy(), self.cpus.copy(), self.mem.copy())
+    # ------------------------------------------------------------ re-planning
+    def set_previous(self, prev: Mapping[int, Mapping[int, int]], budget: int | None, cost: float) -> None:
+        """Count moves against ``prev`` (call on an empty state)."""
+        self.prev = {jp: dict(a) for jp, a in prev.items()}
+        self.move_budget, self.move_cost = budget, cost
+        self.moved = sum(self.moves_of(jp, self.x.get(jp, {})) for jp in self.prev)
 
-    def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray]) -> None:
-        x, g, c, m = snap
+    def moves_of(self, jp: int, alloc: Mapping[int, int]) -> int:
+        """Workers of ``jp`` that ``alloc`` takes off their previous servers."""
+        p = self.prev.get(jp)
+        if not p:
+            return 0
+        return sum(max(0, k - alloc.get(sp, 0)) for sp, k in p.items())
+
+    def change_ok(self, changes: Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]]) -> bool:
+        """Whether replacing each job's ``old`` allocation by ``new`` keeps the moves within
+        the budget (``changes[jp] = (old, new)``)."""
+        if self.move_budget is None or not self.prev:
+            return True
+        delta = sum(self.moves_of(jp, new) - self.moves_of(jp, old) for jp, (old, new) in changes.items())
+        return self.moved + delta <= self.move_budget
+
+    def priced(self, jp: int, alloc: Mapping[int, int]) -> float:
+        """Cost plus the price of the moves ``alloc`` makes."""
+        c = self.cost(jp, alloc)
+        return c + self.move_cost * self.moves_of(jp, alloc) if self.move_cost else c
+
+    def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]:
+        return ({j: dict(a) for j, a in self.x.items()}, self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.moved)
+
+    def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+        x, g, c, m, moved = snap
         self.x = {j: dict(a) for j, a in x.items()}
-        self.gpus, self.cpus, self.mem = g.copy(), c.copy(), m.copy()
+        self.gpus, self.cpus, self.mem, self.moved = g.copy(), c.copy(), m.copy(), moved
         self.holders = {}
         for jp, a in self.x.items():
             for sp in a:

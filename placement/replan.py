@@ -1,0 +1,73 @@
+"""Re-planning: re-optimise a running placement after the slowdown estimates change,
+moving at most ``max_moves`` workers (and/or paying ``move_cost`` per moved worker).
+
+A worker *moves* when its job has fewer workers on a server than in the previous
+placement: ``moves = sum_j sum_n max(0, prev[j][n] - new[j][n])`` over the jobs of the
+previous placement still in the instance.  Jobs that are new are placed without counting
+moves; jobs that finished are dropped.  A previous allocation that is no longer valid
+(its server is gone or full, its type no longer allowed) is re-placed: those moves are
+*forced* and counted too (a budget smaller than them cannot be kept, and the solution says
+so).
+"""
+
+from __future__ import annotations
+
+from placement.model import Assignment, Instance
+from placement.state import State
+
+__all__ = ["moved_workers", "start_from_previous"]
+
+
+def moved_workers(previous: Assignment, assignment: Assignment) -> int:
+    """Workers moved from ``previous`` to ``assignment`` (jobs absent from ``assignment``
+    but present in ``previous`` count in full only if they are still placed somewhere
+    else; finished jobs are not in ``assignment``'s instance and are not counted)."""
+    total = 0
+    for jid, prev in previous.items():
+        if jid not in assignment:
+            continue
+        now = assignment[jid]
+        total += sum(max(0, k - now.get(s, 0)) for s, k in prev.items())
+    return total
+
+
+def start_from_previous(instance: Instance, previous: Assignment, max_moves: int | None,
+                        move_cost: float) -> tuple[State, str]:
+    """The previous placement on the current instance, repaired, with new jobs inserted:
+    the local search's start, with its moves counted."""
+    from placement.heuristics import greedy_job, job_order
+
+    st = State(instance)
+    prev: dict[int, dict[int, int]] = {}
+    for jid, alloc in previous.items():
+        if jid in instance.job_pos:
+            jp = instance.job_pos[jid]
+            prev[jp] = {instance.server_pos[s]: int(k) for s, k in alloc.items() if s in instance.server_pos and k > 0}
+    st.set_previous(prev, max_moves, move_cost)
+    # lost servers: their workers are moves already
+    vanished = sum(int(k) for jid, a in previous.items() if jid in instance.job_pos
+                   for s, k in a.items() if s not in instance.server_pos)
+    repaired = []
+    for jp in sorted(prev):
+        alloc = prev[jp]
+        job = instance.jobs[jp]
+        ok = (
+            sum(alloc.values()) == job.workers
+            and all(job.allows(instance.servers[sp]) for sp in alloc)
+            and all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items())
+            and (job.max_servers is None or len(alloc) <= job.max_servers)
+        )
+        if ok:
+            st.take(jp, alloc)
+        else:
+            repaired.append(jp)
+    forced_before = st.moved
+    for jp in [j for j in job_order(instance) if j in repaired or j not in prev]:
+        alloc, _ = greedy_job(st, jp)
+        if alloc is not None:
+            st.take(jp, alloc)
+    new_jobs = sum(1 for jp in range(len(instance.jobs)) if jp not in prev)
+    note = (f"replan(previous: {len(prev)} jobs kept, {len(repaired)} re-placed, {new_jobs} new, "
+            f"{len(previous) - len(prev)} finished; budget {max_moves if max_moves is not None else 'none'}, "
+            f"forced moves {st.moved - forced_before + vanished if repaired else vanished})")
+    return st, note

@@ -1,0 +1,111 @@
+"""Scale features: near-linear greedy, transportation bound, re-planning with a move budget.
+(Speed targets are measured by the documented benchmarks, not here.)"""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+
+import placement
+from placement.cli.main import cli
+from placement.evaluate import lower_bound
+from placement.formulations.transport import transport_lower_bound
+from placement.instances.generate import generate
+from placement.model import Slowdown, Status
+from placement.replan import moved_workers
+from placement.testing import check_solution, instances
+
+
+@settings(max_examples=25)
+@given(instances(max_servers=4, max_jobs=3, max_gpus=3, admission="all"))
+def test_transport_bound_is_below_the_optimum(inst):
+    opt = placement.solve(inst, "brute_force", time_limit_s=60)
+    tb = transport_lower_bound(inst)
+    if opt.status == Status.OPTIMAL and tb is not None:
+        assert tb <= opt.objective * (1 + 1e-9) + 1e-9
+
+
+def test_transport_bound_is_tighter_on_a_contended_heterogeneous_fleet():
+    inst = generate(racks=4, servers_per_rack=8, servers_from="alibaba-v2023", used_fraction=0.5, jobs=60, load=0.7, seed=3)
+    tb, lb = transport_lower_bound(inst), lower_bound(inst)
+    sol = placement.solve(inst, "auto", time_limit_s=5)
+    check_solution(inst, sol)
+    assert lb <= tb <= sol.objective
+    assert tb > lb * 1.01
+    assert sol.bound >= tb * (1 - 1e-9)   # auto reports the better bound
+
+
+def test_greedy_places_type_restricted_jobs_by_retrying_them_first():
+    inst = generate(topology="multi-pod", pods=2, racks=4, servers_per_rack=10, servers_from="alibaba-v2023",
+                    used_fraction=0.75, jobs=150, load=0.8, seed=1)
+    g = placement.solve(inst, "greedy")
+    c = placement.solve(inst, "consolidate")
+    check_solution(inst, g)
+    assert g.status.has_placement
+    assert not c.status.has_placement or g.objective < c.objective
+
+
+def _changed(inst, share=0.1, seed=1):
+    rng = np.random.default_rng(seed)
+    servers = list(inst.servers)
+    for i in rng.choice(len(servers), size=max(1, int(len(servers) * share)), replace=False):
+        s = servers[i]
+        hot = s.slowdown.mean() < 1.05
+        servers[i] = dataclasses.replace(s, slowdown=Slowdown((1.0, 1.5, 3.0), (0.5, 0.35, 0.15)) if hot else Slowdown())
+    return inst.replace(servers=tuple(servers)).checked()
+
+
+@pytest.mark.parametrize("budget", [0, 8, 40])
+def test_replanning_keeps_the_move_budget_and_never_gets_worse(budget):
+    old = generate(racks=4, servers_per_rack=4, jobs=16, hot_fraction=0.3, load=0.8, seed=2)
+    prev = placement.solve(old, "auto", time_limit_s=5)
+    new = _changed(old)
+    stale = placement.evaluate(new, prev.assignment).objective
+    rp = placement.solve(new, "local_search", time_limit_s=3, previous=prev.assignment, max_moves=budget)
+    check_solution(new, rp)
+    assert rp.stats["moved_workers"] == moved_workers(prev.assignment, rp.assignment) <= budget
+    assert rp.objective <= stale * (1 + 1e-12)
+    if budget == 0:
+        assert rp.assignment == {j: dict(a) for j, a in prev.assignment.items()}
+
+
+def test_replanning_adds_new_jobs_drops_finished_ones_and_prices_moves():
+    old = generate(racks=2, servers_per_rack=4, jobs=10, load=0.6, seed=4)
+    prev = placement.solve(old, "auto", time_limit_s=3)
+    gone = old.jobs[0].id
+    extra = dataclasses.replace(old.jobs[1], id="newcomer")
+    new = _changed(old.replace(jobs=old.jobs[1:] + (extra,)))
+    rp = placement.solve(new, "auto", time_limit_s=3, previous=prev.assignment, max_moves=4)
+    check_solution(new, rp)
+    assert "newcomer" in rp.assignment and gone not in rp.assignment
+    assert rp.stats["moved_workers"] <= 4
+    priced = placement.solve(new, "local_search", time_limit_s=3, previous=prev.assignment, move_cost=1e9)
+    assert priced.stats["moved_workers"] == 0
+
+
+def test_replanning_refuses_methods_without_a_budget_and_bad_budgets():
+    inst = placement.load_bundled("tiny")
+    prev = placement.solve(inst, "greedy").assignment
+    with pytest.raises(ValueError, match="previous"):
+        placement.solve(inst, "greedy", previous=prev)
+    with pytest.raises(ValueError, match="max_moves"):
+        placement.solve(inst, "auto", previous=prev, max_moves=-1)
+
+
+def test_replan_cli(tmp_path):
+    old = generate(racks=2, servers_per_rack=4, jobs=8, load=0.6, seed=6)
+    ip, sp, np_ = tmp_path / "old.json", tmp_path / "prev.json", tmp_path / "new.json"
+    placement.dump_instance(old, ip)
+    placement.dump_solution(placement.solve(old, "auto", time_limit_s=2), sp)
+    placement.dump_instance(_changed(old, 0.3), np_)
+    r = CliRunner().invoke(cli, ["solve", str(np_), "--previous", str(sp), "--max-moves", "3", "--time-limit", "2"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["stats"]["moved_workers"] <= 3 and "re-planned" in r.stderr
+    r = CliRunner().invoke(cli, ["solve", str(np_), "--max-moves", "3"])
+    assert r.exit_code == 2 and "need --previous" in r.stderr
+    r = CliRunner().invoke(cli, ["solve", str(np_), "--previous", str(sp), "-m", "greedy"])
+    assert r.exit_code == 2
