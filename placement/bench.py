@@ -3,6 +3,7 @@
     python -m placement.bench evaluator            # 1,000-server / 1,000-job placement
     python -m placement.bench methods pod256       # every method on one instance
     python -m placement.bench exact pod256         # exact methods: time to proof or gap at the limit
+    python -m placement.bench replan               # re-planning on 2,048 GPUs, 5% of servers changed
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -91,6 +92,42 @@ def bench_exact(instance: str, time_limit: float, reference_limit: float) -> Non
         print(f"{m:13s} objective {sol.objective:11.3f}  excess over best known {100 * (sol.objective / best - 1):7.3f}%")
 
 
+def bench_replan(max_moves: int = 50, time_limit: float = 4.5, full_limit: float = 30.0, seed: int = 1) -> None:
+    """Solve a 2,048-GPU fleet, change 5% of the servers' slowdown estimates (healthy ones
+    turn hot, hot ones recover), then re-plan with a move budget against a full re-solve."""
+    import dataclasses
+
+    import numpy as np
+
+    import placement
+    from placement.instances.generate import generate
+    from placement.model import Slowdown
+    from placement.replan import moved_workers
+
+    old = generate(topology="multi-pod", pods=4, racks=4, servers_per_rack=16, gpus_per_server=8, regime="hot",
+                   hot_fraction=0.2, jobs=200, load=0.8, seed=5, name="fleet2k")
+    prev = placement.solve(old, "auto", time_limit_s=full_limit)
+    rng = np.random.default_rng(seed)
+    servers = list(old.servers)
+    for i in rng.choice(len(servers), size=len(servers) // 20, replace=False):
+        s = servers[i]
+        hot = Slowdown((1.0, 1.5, 3.0), (0.55, 0.35, 0.10))
+        servers[i] = dataclasses.replace(s, slowdown=hot if s.slowdown.mean() < 1.05 else Slowdown((1.0, 1.2), (0.99, 0.01)))
+    new = old.replace(servers=tuple(servers)).checked()
+    stale = placement.evaluate(new, prev.assignment).objective
+    t = time.perf_counter()
+    rp = placement.solve(new, "local_search", time_limit_s=time_limit, previous=prev.assignment, max_moves=max_moves)
+    wall = time.perf_counter() - t
+    full = placement.solve(new, "auto", time_limit_s=full_limit)
+    print(f"fleet: {len(new.servers)} servers, {sum(s.free_gpus for s in new.servers)} GPUs, {len(new.jobs)} jobs; "
+          f"{len(servers) // 20} servers changed")
+    print(f"previous placement under the new estimates: {stale:.2f}")
+    print(f"re-plan (<= {max_moves} moves, {time_limit:g} s limit): {rp.objective:.2f}, {rp.stats['moved_workers']} moved, {wall:.2f} s wall")
+    print(f"full re-solve (auto, {full_limit:g} s): {full.objective:.2f}, {moved_workers(prev.assignment, full.assignment)} moved")
+    if stale > full.objective:
+        print(f"share of the full re-solve's improvement recovered: {100 * (stale - rp.objective) / (stale - full.objective):.1f}%")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -104,7 +141,13 @@ def main(argv: list[str] | None = None) -> None:
     x.add_argument("instance", nargs="?", default="pod256")
     x.add_argument("--time-limit", type=float, default=10.0)
     x.add_argument("--reference-limit", type=float, default=300.0)
+    r = sub.add_parser("replan")
+    r.add_argument("--max-moves", type=int, default=50)
+    r.add_argument("--time-limit", type=float, default=4.5)
     a = ap.parse_args(argv)
+    if a.what == "replan":
+        bench_replan(a.max_moves, a.time_limit)
+        return
     if a.what == "exact":
         bench_exact(a.instance, a.time_limit, a.reference_limit)
         return

@@ -111,6 +111,14 @@ REGISTRY: tuple[MethodSpec, ...] = (
         ("pulp",),
     ),
     MethodSpec(
+        "pop", "heuristic",
+        "POP-style decomposition: parts along bandwidth domains, jobs split by free GPUs, each part solved "
+        "exactly in parallel (--threads parts at a time), stitched, repaired, improved by local search; "
+        "bound from the whole instance's transportation LP.",
+        "placement.formulations.pop:pop",
+        ("pulp",),
+    ),
+    MethodSpec(
         "saa", "heuristic",
         "Sample average approximation for independent slowdowns: the exact scenario MILP on 64 seeded joint "
         "draws, evaluated under the true model; no bound (the sample's is not one).",

@@ -1,0 +1,168 @@
+"""POP-style decomposition (after Narayanan et al., SOSP'21): split the cluster into parts
+along its bandwidth domains and the jobs among the parts in proportion to their free
+GPUs, solve every part exactly and in parallel (each warm-started by its own greedy),
+stitch the parts' placements, repair what a part could not place on the capacity left, and
+improve the whole with local search.
+
+The parts' bounds are bounds of the *restricted* problem, not of the whole, so the
+solution's bound is the whole instance's transportation-LP bound
+(:mod:`placement.formulations.transport`) or the simple bound, whichever is higher.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from placement.model import Assignment, Instance
+from placement.registry import Options, Outcome
+
+__all__ = ["pop", "partition", "PART_SIZE"]
+
+PART_SIZE = 4_000
+"""Target number of (job, server) pairs per part, so that each exact model can finish."""
+
+
+def _leaf_groups(instance: Instance, k: int) -> list[list[int]]:
+    """``k`` groups of server positions made of whole innermost domains, contiguous in the
+    domain tree (locality kept), with about equal free GPUs."""
+    cl = instance.cluster
+    seen: set[int] = set()
+    blocks: list[list[int]] = []
+    # innermost domains in depth-first order of the tree
+    roots = [d.index for d in cl.domains if d.parent is None]
+    stack = list(reversed(roots))
+    while stack:
+        d = cl.domains[stack.pop()]
+        if not d.children:
+            blocks.append([instance.server_pos[s] for s in d.servers])
+            seen.update(blocks[-1])
+        stack.extend(reversed(d.children))
+    blocks += [[sp] for sp in range(len(instance.servers)) if sp not in seen]  # isolated servers
+    free = cl.free_gpus
+    total = float(free.sum()) or 1.0
+    groups: list[list[int]] = [[]]
+    acc = 0.0
+    for b in blocks:
+        if acc >= total / k * len(groups) and len(groups) < k:
+            groups.append([])
+        groups[-1] += b
+        acc += float(free[b].sum())
+    return [g for g in groups if g]
+
+
+def partition(instance: Instance, parts: int) -> list[tuple[list[int], list[int]]]:
+    """``parts`` pairs (server positions, job positions): jobs largest first to the part
+    with the most free GPUs left that they may use."""
+    groups = _leaf_groups(instance, parts)
+    idx = instance.eval_index
+    free = instance.cluster.free_gpus
+    left = [float(free[g].sum()) for g in groups]
+    jobs: list[list[int]] = [[] for _ in groups]
+    order = sorted(range(len(instance.jobs)), key=lambda jp: -instance.jobs[jp].workers)
+    masks = []
+    for g in groups:
+        m = np.zeros(len(free), dtype=bool)
+        m[g] = True
+        masks.append(m)
+    for jp in order:
+        ok = np.isfinite(idx.job_a(jp))
+        usable = [float(free[ok & masks[k]].sum()) for k in range(len(groups))]
+        cands = [k for k in range(len(groups)) if usable[k] >= instance.jobs[jp].workers]
+        if not cands:
+            cands = list(range(len(groups)))
+        k = max(cands, key=lambda c: (left[c], -c))
+        jobs[k].append(jp)
+        left[k] -= instance.jobs[jp].workers
+    return list(zip(groups, jobs))
+
+
+def _solve_part(args: tuple[dict[str, Any], str, float, int]) -> tuple[dict[str, dict[str, int]] | None, list[str]]:
+    from placement.io import instance_from_dict
+    from placement.registry import get_method
+
+    doc, method, limit, seed = args
+    inst = instance_from_dict(doc)
+    out = get_method(method).load()(inst, Options(limit, seed, 1, None, time.monotonic() + limit))
+    return (None if out.assignment is None else {j: dict(a) for j, a in out.assignment.items()}), out.path
+
+
+def pop(instance: Instance, opts: Options) -> Outcome:
+    from placement.formulations.oblivious import EXACT_PREFERENCE
+    from placement.formulations.transport import transport_lower_bound
+    from placement.heuristics import greedy_job, job_order, local_search
+    from placement.io import instance_to_dict
+    from placement.registry import get_method
+    from placement.solve import best_placement
+    from placement.state import State
+
+    t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
+    backend = next((n for n in EXACT_PREFERENCE if get_method(n).available), None)
+    if backend is None:
+        from placement.errors import MethodUnavailableError
+
+        raise MethodUnavailableError("pop needs an exact backend: install pulp with highspy, or ortools")
+    idx = instance.eval_index
+    free = instance.cluster.free_gpus > 0
+    pairs = sum(int((np.isfinite(idx.job_a(jp)) & free).sum()) for jp in range(len(instance.jobs)))
+    k = max(1, min(len(instance.jobs), math.ceil(pairs / PART_SIZE)))
+    split = partition(instance, k)
+    base = instance_to_dict(instance)
+    ids = [s.id for s in instance.servers]
+    docs = []
+    for servers, jobs in split:
+        allowed = {ids[sp] for sp in servers}
+        d = dict(base)
+        d["jobs"] = []
+        for jp in jobs:
+            jd = dict(base["jobs"][jp])
+            own = set(jd.get("allowed_servers", allowed)) & allowed
+            if not own:
+                continue
+            jd["allowed_servers"] = sorted(own, key=instance.server_pos.__getitem__)
+            d["jobs"].append(jd)
+        d["admission"] = "best_effort"  # a part that cannot place a job leaves it to the repair
+        d.pop("metadata", None)
+        docs.append(d)
+    workers = max(1, min(len(docs), opts.threads, os.cpu_count() or 1))
+    rounds = math.ceil(len(docs) / workers)
+    per_part = max(0.5, 0.6 * (t_end - time.monotonic()) / rounds)
+    path = [f"pop({len(docs)} parts, {workers} in parallel, {backend})"]
+    results: list[tuple[dict[str, dict[str, int]] | None, list[str]]]
+    args = [(d, backend, per_part, opts.seed) for d in docs]
+    if workers == 1:
+        results = [_solve_part(a) for a in args]
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            results = list(ex.map(_solve_part, args))
+    st = State(instance)
+    for asg, _ in results:
+        for jid, alloc in (asg or {}).items():
+            jp = instance.job_pos[jid]
+            st.take(jp, {instance.server_pos[s]: int(k) for s, k in alloc.items()})
+    missing = [jp for jp in job_order(instance) if jp not in st.x]
+    for jp in missing:
+        alloc, _ = greedy_job(st, jp)
+        if alloc is not None:
+            st.take(jp, alloc)
+    path.append(f"stitched, repaired {len(missing)} job(s)")
+    stitched: Assignment | None = st.assignment()
+    if instance.admission == "all" and len(st.x) < len(instance.jobs):
+        from placement.heuristics import greedy
+
+        g = greedy(instance, opts)
+        path.append("repair failed: greedy start")
+        stitched = g.assignment
+    if stitched is None:
+        return Outcome(None, path=path, message="no complete placement after stitching and repair")
+    if time.monotonic() < t_end - 0.5:
+        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, stitched, t_end - 0.3))
+        path += ls.path
+        stitched = best_placement(instance, stitched, ls.assignment)[1]
+    bound = transport_lower_bound(instance, time_limit_s=max(0.5, t_end - time.monotonic())) if instance.admission == "all" else None
+    return Outcome(stitched, bound=bound, path=path)

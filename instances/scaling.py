@@ -1,0 +1,45 @@
+"""The scaling series: Alibaba-v2023-shaped fleets from 16 to 4,000 servers (about 80 to
+20,700 GPUs, a quarter to three quarters of them already used by running jobs), with
+ElasticFlow-shaped job mixes at 80% of the free GPUs; the largest is the 4,000-server /
+1,600-job fleet of the production-scale targets.
+
+    python -m placement.instances.scaling results/scaling     # writes the instances
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCALING", "write_scaling"]
+
+# servers = pods x racks x servers_per_rack; seed 1 leaves a job of the 1,000-server fleet
+# with no usable GPU (its GPU types are all taken by running jobs): that size uses seed 2
+SCALING: dict[str, dict[str, Any]] = {
+    f"fleet-{pods * racks * spr:04d}": dict(topology="multi-pod", pods=pods, racks=racks, servers_per_rack=spr,
+                                            servers_from="alibaba-v2023", regime="hot", hot_fraction=0.2,
+                                            used_fraction=0.75, jobs=max(4, pods * racks * spr * 2 // 5), load=0.8,
+                                            seed=2 if pods * racks * spr == 1000 else 1,
+                                            name=f"fleet-{pods * racks * spr}")
+    for pods, racks, spr in ((1, 2, 8), (1, 4, 16), (2, 8, 16), (5, 10, 20), (10, 10, 20), (10, 20, 20))
+}
+
+
+def write_scaling(folder: str | Path) -> list[Path]:
+    from placement.instances.generate import generate
+    from placement.io import dump_instance
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, kw in SCALING.items():
+        p = out / f"{name}.json"
+        dump_instance(generate(**kw), p)
+        paths.append(p)
+    return paths
+
+
+if __name__ == "__main__":
+    for p in write_scaling(sys.argv[1] if len(sys.argv) > 1 else "results/scaling"):
+        print(p)
