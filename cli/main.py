@@ -54,6 +54,18 @@ def _guard(fn: F) -> F:
     return inner  # type: ignore[return-value]
 
 
+def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
+    """A JSON document to ``output`` (by rename: never half-written) or to stdout."""
+    from placement.io import write_json_atomic
+
+    if output:
+        write_json_atomic(output, doc)
+        if note:
+            _err(f"wrote {output}: {note}")
+    else:
+        click.echo(json.dumps(doc, indent=1))
+
+
 def _console() -> Any:
     from rich.console import Console
 
@@ -125,7 +137,7 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
     """
     import placement
     from placement.instances import DEFAULT_INSTANCE
-    from placement.io import solution_to_dict, write_json_atomic
+    from placement.io import solution_to_dict
 
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
@@ -138,11 +150,7 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
         raise InvalidInputError(["--max-moves and --move-cost need --previous"])
     sol = placement.solve(inst, method, time_limit_s=time_limit, seed=seed, threads=threads,
                           previous=prev, max_moves=max_moves, move_cost=move_cost)
-    doc = solution_to_dict(sol)
-    if output:
-        write_json_atomic(output, doc)
-    else:
-        click.echo(json.dumps(doc, indent=1))
+    _emit(solution_to_dict(sol), output)
     if not quiet:
         _summary(inst, sol)
     sys.exit(_EXIT[sol.status.value])
@@ -278,7 +286,7 @@ def _generate_options(fn: F) -> F:
 def generate(output: str | None, **kw: Any) -> None:
     """Generate a seeded instance; its `source` records this command to reproduce it."""
     from placement.instances.generate import GeneratorSpec, generate as gen
-    from placement.io import instance_to_dict, write_json_atomic
+    from placement.io import instance_to_dict
 
     spec = GeneratorSpec(**kw)
     bad = spec.problems()
@@ -288,11 +296,7 @@ def generate(output: str | None, **kw: Any) -> None:
         doc = instance_to_dict(gen(spec))
     except ValueError as e:
         raise InvalidInputError([str(e)], source="placement generate") from None
-    if output:
-        write_json_atomic(output, doc)
-        _err(f"wrote {output}: {len(doc['jobs'])} jobs")
-    else:
-        click.echo(json.dumps(doc, indent=1))
+    _emit(doc, output, f"{len(doc['jobs'])} jobs")
 
 
 @cli.command()
@@ -350,7 +354,7 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     from pathlib import Path
 
     from placement.instances.slurm import instance_from_slurm
-    from placement.io import instance_to_dict, write_json_atomic
+    from placement.io import instance_to_dict
 
     try:
         levels = [float(x) for x in level_gbps.split(",") if x.strip()]
@@ -364,12 +368,7 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
         if isinstance(e, InvalidInputError):
             raise
         raise InvalidInputError([str(e)], source="placement import-slurm") from None
-    doc = instance_to_dict(inst)
-    if output:
-        write_json_atomic(output, doc)
-        _err(f"wrote {output}: {len(inst.servers)} servers, {len(inst.jobs)} jobs")
-    else:
-        click.echo(json.dumps(doc, indent=1))
+    _emit(instance_to_dict(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
 
 
 @cli.command()
@@ -393,7 +392,7 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
 
     import placement
     from placement import estimate as est
-    from placement.io import instance_to_dict, parse_json, write_json_atomic
+    from placement.io import instance_to_dict, parse_json
 
     inst = placement.resolve_instance(instance)
     if jobs_file:
@@ -421,11 +420,7 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
     if telemetry and demands:
         overrides = est.contention_overrides(inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon)
         inst = est.apply_estimates(inst, overrides=overrides)
-    doc = instance_to_dict(inst)
-    if output:
-        write_json_atomic(output, doc)
-    else:
-        click.echo(json.dumps(doc, indent=1))
+    _emit(instance_to_dict(inst), output)
     from rich.table import Table
 
     con = _console()

@@ -362,7 +362,7 @@ def product(a: Slowdown, b: Slowdown, max_points: int = 12) -> Slowdown:
     items = sorted(acc.items())
     while len(items) > max_points:
         k = min(range(len(items) - 1), key=lambda i: items[i][1])
-        (v0, p0), (v1, p1) = items[k], items[k + 1]
+        (_, p0), (v1, p1) = items[k], items[k + 1]
         items[k: k + 2] = [(v1, p0 + p1)]  # merge upwards: never optimistic
     total = sum(p for _, p in items)
     return Slowdown(tuple(v for v, _ in items), tuple(p / total for _, p in items))

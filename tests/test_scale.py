@@ -109,3 +109,18 @@ def test_replan_cli(tmp_path):
     assert r.exit_code == 2 and "need --previous" in r.stderr
     r = CliRunner().invoke(cli, ["solve", str(np_), "--previous", str(sp), "-m", "greedy"])
     assert r.exit_code == 2
+
+
+def test_pop_decomposes_solves_parts_in_parallel_and_keeps_a_whole_bound(monkeypatch):
+    import placement.formulations.pop as pop_mod
+
+    monkeypatch.setattr(pop_mod, "PART_SIZE", 10)
+    inst = placement.load_bundled("library/small/hetero")
+    parts = pop_mod.partition(inst, 2)
+    assert len(parts) == 2 and not set(parts[0][0]) & set(parts[1][0])
+    assert sorted(parts[0][1] + parts[1][1]) == list(range(len(inst.jobs)))
+    sol = placement.solve(inst, "pop", time_limit_s=10, threads=2)
+    check_solution(inst, sol)
+    assert sol.stats["path"][0].startswith("pop(") and "2 in parallel" in sol.stats["path"][0]
+    assert sol.bound is not None and sol.bound <= sol.objective
+    assert sol.objective <= placement.solve(inst, "greedy").objective * (1 + 1e-12)
