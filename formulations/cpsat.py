@@ -164,6 +164,15 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
         terms = [(scale.coef_floor(j.factor * c), v) for c, v in exp_terms]
         obj_terms += terms
         weight_terms.append((int(round(j.weight * 1000)), p))
+    # symmetry removed: interchangeable servers carry non-increasing loads in their order
+    # (any placement can be permuted into this form, so the optimum is kept); CP-SAT proved
+    # library/small/calm in 1.8 s with these rows, not in 20 s without
+    for group in index.classes:
+        if not all(per_server.get(sp) for sp in group):
+            continue
+        loads = [sum(v for _, v in per_server[sp]) for sp in group]
+        for a, b in zip(loads, loads[1:]):
+            m.Add(a >= b)
     for sp, pairs in per_server.items():
         srv = inst.servers[sp]
         m.Add(sum(v for _, v in pairs) <= srv.free_gpus)

@@ -74,6 +74,10 @@ class ProblemIndex:
     server_ids: tuple[str, ...]
     notes: list[str] = field(default_factory=list)
 
+    classes: list[list[int]] = field(default_factory=list)
+    """Groups (two or more) of interchangeable servers: same innermost domain, GPU type,
+    slowdowns, free capacity and intra-server bandwidth, and no job singles one out."""
+
     @property
     def size(self) -> int:
         """A rough count of variables, to decide whether an exact solve can finish."""
@@ -164,4 +168,23 @@ def index_instance(instance: Instance) -> ProblemIndex:
         scenario_probs=probs,
         best_effort=instance.admission == "best_effort",
         server_ids=tuple(s.id for s in instance.servers),
+        classes=server_classes(instance),
     )
+
+
+def server_classes(instance: Instance) -> list[list[int]]:
+    """Interchangeable servers (see :attr:`ProblemIndex.classes`), in instance order."""
+    singled = set()
+    for j in instance.jobs:
+        singled.update(j.allowed_servers or ())
+        singled.update(j.slowdown)
+    cl = instance.cluster
+    table = instance.scenarios.slowdowns if instance.scenarios is not None else {}
+    groups: dict[tuple, list[int]] = {}
+    for sp, s in enumerate(instance.servers):
+        if s.id in singled or s.free_gpus <= 0:
+            continue
+        key = (cl.chain(s.id)[:1], s.gpu_type, s.slowdown, s.free_gpus, s.cpus, s.memory_gb,
+               s.intra_bandwidth_gbps, tuple(table.get(s.id, ())))
+        groups.setdefault(key, []).append(sp)
+    return [g for g in groups.values() if len(g) >= 2]

@@ -125,3 +125,17 @@ def test_cpsat_is_deterministic_with_one_worker():
     b = placement.solve(inst, "cpsat", time_limit_s=60, seed=3)
     assert a.status == b.status == Status.OPTIMAL
     assert a.assignment == b.assignment and a.bound == b.bound
+
+
+def test_interchangeable_servers_are_grouped_and_cpsat_still_matches_the_oracle():
+    from placement.formulations.index import server_classes
+
+    inst = generate(racks=1, servers_per_rack=4, gpus_per_server=2, jobs=3, job_mix="small", regime="calm", seed=3)
+    groups = server_classes(inst)
+    assert groups and all(len(g) >= 2 for g in groups)
+    if not placement.get_method("cpsat").available:
+        pytest.skip("ortools not installed")
+    oracle = placement.solve(inst, "brute_force")
+    sol = placement.solve(inst, "cpsat", time_limit_s=30)
+    assert sol.status == Status.OPTIMAL
+    assert sol.objective == pytest.approx(oracle.objective, rel=1e-4)
