@@ -100,11 +100,11 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
     if len(single):
         c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
         top = single[np.argsort(score[single] + c, kind="stable")[:3]]
-        opts = [{int(sp): W} for sp in top]
-        costs = st.costs(jp, [list(o) for o in opts])
+        singles = [{int(sp): W} for sp in top]
+        costs = st.costs(jp, [list(o) for o in singles])
         k = int(np.argmin(costs))
         if math.isfinite(costs[k]):
-            best_alloc, best = opts[k], float(costs[k])
+            best_alloc, best = singles[k], float(costs[k])
     if W == 1 or job.max_servers == 1:
         return best_alloc, best
     cl = st.cluster

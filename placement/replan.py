@@ -39,33 +39,33 @@ def start_from_previous(instance: Instance, previous: Assignment, max_moves: int
 
     st = State(instance)
     prev: dict[int, dict[int, int]] = {}
-    for jid, alloc in previous.items():
+    for jid, was in previous.items():
         if jid in instance.job_pos:
-            jp = instance.job_pos[jid]
-            prev[jp] = {instance.server_pos[s]: int(k) for s, k in alloc.items() if s in instance.server_pos and k > 0}
+            prev[instance.job_pos[jid]] = {instance.server_pos[s]: int(k) for s, k in was.items()
+                                           if s in instance.server_pos and k > 0}
     st.set_previous(prev, max_moves, move_cost)
     # lost servers: their workers are moves already
     vanished = sum(int(k) for jid, a in previous.items() if jid in instance.job_pos
                    for s, k in a.items() if s not in instance.server_pos)
     repaired = []
     for jp in sorted(prev):
-        alloc = prev[jp]
+        kept = prev[jp]
         job = instance.jobs[jp]
         ok = (
-            sum(alloc.values()) == job.workers
-            and all(job.allows(instance.servers[sp]) for sp in alloc)
-            and all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items())
-            and (job.max_servers is None or len(alloc) <= job.max_servers)
+            sum(kept.values()) == job.workers
+            and all(job.allows(instance.servers[sp]) for sp in kept)
+            and all(st.room(jp, [sp])[0] >= k for sp, k in kept.items())
+            and (job.max_servers is None or len(kept) <= job.max_servers)
         )
         if ok:
-            st.take(jp, alloc)
+            st.take(jp, kept)
         else:
             repaired.append(jp)
     forced_before = st.moved
     for jp in [j for j in job_order(instance) if j in repaired or j not in prev]:
-        alloc, _ = greedy_job(st, jp)
-        if alloc is not None:
-            st.take(jp, alloc)
+        new, _ = greedy_job(st, jp)
+        if new is not None:
+            st.take(jp, new)
     new_jobs = sum(1 for jp in range(len(instance.jobs)) if jp not in prev)
     note = (f"replan(previous: {len(prev)} jobs kept, {len(repaired)} re-placed, {new_jobs} new, "
             f"{len(previous) - len(prev)} finished; budget {max_moves if max_moves is not None else 'none'}, "

@@ -177,11 +177,11 @@ class State:
                 st.take(instance.job_pos[jid], alloc)
         return st
 
-    def fill(self, jp: int, order: Sequence[int], *, one_component: bool = True) -> dict[int, int] | None:
+    def fill(self, jp: int, order: Sequence[int] | np.ndarray, *, one_component: bool = True) -> dict[int, int] | None:
         """Put ``jp``'s workers on servers in ``order`` as many as each has room for,
         within one connected component and ``max_servers``; ``None`` if it cannot fit."""
         job = self.instance.jobs[jp]
-        order = np.asarray(order, dtype=np.int64)
+        order = np.asarray(order, dtype=np.int64)  # type: ignore[assignment]
         if len(order) == 0:
             return None
         rooms = self.room(jp, order)
