@@ -126,20 +126,19 @@ def auto_method(instance: Instance, opts: Options) -> Outcome:
         best = best_placement(instance, best, exact.assignment)[1]
     if best is None:
         return Outcome(None, path=path, message=g.message)
-    large = len(instance.servers) * len(instance.jobs) > 100_000
-    reserve = min(0.15 * opts.time_limit_s, 10.0) if large and instance.admission == "all" else 0.0
-    if time.monotonic() < opts.deadline - reserve - 0.05:
-        ls_end = opts.deadline - reserve
-        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, ls_end))
-        path += ["auto:local_search"] + ls.path
-        best = best_placement(instance, best, ls.assignment)[1]
     if instance.admission == "all":
+        # the bound first, so that the local search can use all the time that is left
         from placement.formulations.transport import transport_lower_bound
 
-        tb = transport_lower_bound(instance, time_limit_s=max(0.5, opts.deadline - time.monotonic() - 0.5))
+        tb = transport_lower_bound(instance, time_limit_s=max(0.5, 0.3 * (opts.deadline - time.monotonic())))
         if tb is not None:
             path.append("auto:transport_bound")
             bound = tb if bound is None else max(bound, tb)
+    margin = 0.2 + min(1.0, 0.02 * opts.time_limit_s)  # for the final validation and evaluation
+    if time.monotonic() < opts.deadline - margin - 0.1:
+        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, best, opts.deadline - margin))
+        path += ["auto:local_search"] + ls.path
+        best = best_placement(instance, best, ls.assignment)[1]
     return Outcome(best, bound=bound, path=path)
 
 
