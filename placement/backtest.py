@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placement.estimate import (
-    BIN_EDGES, HALF_LIFE, PRIOR_STRENGTH, LogData, _bin, estimate_from_logs, ratios, read_pai,
+    BIN_EDGES, HALF_LIFE, PRIOR_STRENGTH, LogData, _bin, bin_values, estimate_from_logs, ratios, read_pai,
 )
 from placement.model import Instance, Job, Link, Server, Slowdown, Switch
 
@@ -59,8 +59,9 @@ def split_log(log: LogData, fraction: float) -> tuple[LogData, LogData]:
     return pick(train), pick(~train)
 
 
-def _bins_of(d: Slowdown, values: np.ndarray) -> np.ndarray:
-    p = np.full(len(values), 0.0)
+def _bins_of(d: Slowdown, nb: int) -> np.ndarray:
+    """Probability of each bin under ``d`` (its support values fall in their bins)."""
+    p = np.zeros(nb)
     for v, q in zip(d.values, d.probs):
         p[int(_bin(np.array([v]))[0])] += q
     return p
@@ -94,10 +95,9 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     }
     tj, ts, tit, tr = ratios(test)
     tb = _bin(tr)
-    values = np.arange(nb)
     loglik = {}
     for m, dists in models.items():
-        table = {s: np.maximum(_bins_of(dists[s], values), PROB_FLOOR) for s in servers}
+        table = {s: np.maximum(_bins_of(dists[s], nb), PROB_FLOOR) for s in servers}
         loglik[m] = float(np.mean([math.log(table[s][b]) for s, b in zip(ts, tb)]))
     # expected slowest-worker time of each job, predicted vs observed on the held-out part
     jobs_ids = sorted(np.unique(log.job))
@@ -120,7 +120,7 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     for s in servers:
         sel = ts == s
         counts = np.bincount(tb[sel], minlength=nb).astype(float)
-        vals = np.array([1.0] + [float(x) for x in _bin_values(tr, tb, nb)[1:]])
+        vals = bin_values(tr, tb)
         keep = counts > 0
         truth[s] = Slowdown(tuple(float(v) for v in vals[keep]), tuple(float(c) for c in counts[keep] / counts.sum()))
     new_jobs = [Job(f"new{k}", 8, 100.0, 100.0) for k in range(4)]
@@ -131,10 +131,3 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
         replay[m] = placement.evaluate(true_inst, sol.assignment).objective
     return BacktestResult(train_fraction, len(train.duration), len(test.duration), loglik, job_error, observed, predicted, replay)
 
-
-def _bin_values(r: np.ndarray, b: np.ndarray, nb: int) -> np.ndarray:
-    v = np.ones(nb)
-    for k in range(1, nb):
-        sel = r[b == k]
-        v[k] = max(1.0, float(sel.mean())) if len(sel) else (BIN_EDGES[k - 1] if k - 1 < len(BIN_EDGES) else BIN_EDGES[-1])
-    return v

@@ -41,7 +41,7 @@ from placement.errors import InvalidInputError
 from placement.model import Instance, Slowdown
 
 __all__ = [
-    "BIN_EDGES", "LogData", "read_iteration_log", "read_pai", "ratios", "ServerEstimate", "estimate_from_logs",
+    "BIN_EDGES", "bin_values", "LogData", "read_iteration_log", "read_pai", "ratios", "ServerEstimate", "estimate_from_logs",
     "Telemetry", "read_telemetry", "Forecast", "forecast", "read_demands", "contention_overrides",
     "apply_estimates", "product",
 ]
@@ -170,6 +170,18 @@ def _bin(r: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.asarray(BIN_EDGES), r, side="right")
 
 
+def bin_values(r: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Support value of each bin: the mean of the ratios ``r`` in it (at least 1; the
+    no-slowdown bin is 1); an empty bin gets its midpoint."""
+    nb = len(BIN_EDGES) + 1
+    values = np.ones(nb)
+    for k in range(1, nb):
+        sel = r[b == k]
+        hi = BIN_EDGES[k] if k < len(BIN_EDGES) else 2 * BIN_EDGES[-1]
+        values[k] = max(1.0, float(sel.mean())) if len(sel) else (BIN_EDGES[k - 1] + hi) / 2
+    return values
+
+
 HALF_LIFE = 1000.0
 PRIOR_STRENGTH = 5.0
 SHAPE_STRENGTH = 0.5
@@ -189,11 +201,7 @@ def estimate_from_logs(log: LogData, *, half_life: float = HALF_LIFE, prior_stre
     job, server, it, r = ratios(log)
     b = _bin(r)
     nb = len(BIN_EDGES) + 1
-    # support values: fleet mean ratio per bin (no-slowdown bin: 1)
-    values = np.ones(nb)
-    for k in range(1, nb):
-        sel = r[b == k]
-        values[k] = max(1.0, float(sel.mean())) if len(sel) else (BIN_EDGES[k - 1] + (BIN_EDGES[k] if k < len(BIN_EDGES) else 2 * BIN_EDGES[-1])) / 2
+    values = bin_values(r, b)
     # recency: age in iterations of the server's own job
     last = defaultdict(int)
     for j, t in zip(job, it):

@@ -85,6 +85,10 @@ class EvalIndex:
                     self.over_dist[key] = _merged(o.values, o.probs)
                 else:
                     self.over_row[key] = np.asarray(o, dtype=float)
+        self.over_servers: dict[int, set[int]] = {}
+        """Job position -> server positions where the job has its own estimate."""
+        for jp, sp in list(self.over_dist) + list(self.over_row):
+            self.over_servers.setdefault(jp, set()).add(sp)
         self.gpu_type = [s.gpu_type for s in servers]
         self.type_names = sorted(set(self.gpu_type))
         code = {t: k for k, t in enumerate(self.type_names)}
@@ -113,18 +117,18 @@ class EvalIndex:
         """``a[j][n] E[S_jn]`` for every server (the job's overrides patched in)."""
         if jp not in self._job_score:
             mean = self.server_mean.copy()
-            for (j, sp) in list(self.over_dist) + list(self.over_row):
-                if j == jp:
-                    mean[sp] = self.mean_slowdown(jp, sp)
+            for sp in self.over_servers.get(jp, ()):
+                mean[sp] = self.mean_slowdown(jp, sp)
             self._job_score[jp] = self.job_a(jp) * mean
         return self._job_score[jp]
 
     def job_survival(self, jp: int, sps: np.ndarray) -> np.ndarray:
         """``P(S_jn <= 1)`` on the servers ``sps``."""
         out = self.server_survival[sps].copy()
-        if self.over_dist or self.over_row:
+        own = self.over_servers.get(jp)
+        if own:
             for k, sp in enumerate(sps):
-                if (jp, int(sp)) in self.over_dist or (jp, int(sp)) in self.over_row:
+                if int(sp) in own:
                     out[k] = self.survival(jp, int(sp))
         return out
 
