@@ -206,8 +206,6 @@ def cpsat(instance: Instance, opts: Options) -> Outcome:
     from ortools.sat.python import cp_model
 
     t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
-    index = index_instance(instance)
-    scale = Scale.for_index(index)
     start = opts.start
     path = ["cpsat"]
     if start is None:
@@ -216,6 +214,13 @@ def cpsat(instance: Instance, opts: Options) -> Outcome:
         g = greedy(instance, opts)
         start = g.assignment
         path.append("hint:greedy" if start is not None else "hint:none")
+    from placement.evaluate import evaluate
+
+    # candidates that cannot beat the hint are pruned; the hint itself stays feasible
+    cutoff = evaluate(instance, start).objective if start is not None and instance.admission == "all" else None
+    index = index_instance(instance, cutoff=cutoff)
+    path += index.notes
+    scale = Scale.for_index(index)
     m, x, placed, obj_terms, weight_terms = _build(index, scale, start)
     version = f"ortools {ortools_version}"
     notes = f"time unit {scale.time_unit_ms:g} ms, probability unit 1e-4, objective scale {scale.objective_scale:g}/ms"
@@ -248,6 +253,10 @@ def cpsat(instance: Instance, opts: Options) -> Outcome:
     s = solver(t_end - time.monotonic())
     st = s.Solve(m)
     path.append(f"solve:{s.StatusName(st)}")
+    if st == cp_model.INFEASIBLE and cutoff is not None:
+        # the hint lies in the pruned model; only the rounding of a deadline row gets here
+        return Outcome(start, path=path + ["returned hint"], backend="cpsat", backend_version=version,
+                       message="the pruned model was reported infeasible; returned the hint")
     if st == cp_model.INFEASIBLE:
         # the integer model only relaxes the objective; capacities are exact or stricter
         return Outcome(None, infeasible=_exact_capacities(instance) and not index.best_effort, path=path,
@@ -261,7 +270,8 @@ def cpsat(instance: Instance, opts: Options) -> Outcome:
         if k > 0:
             assignment.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
     bound = float(s.BestObjectiveBound()) / scale.objective_scale
-    from placement.evaluate import evaluate
+    if cutoff is not None:
+        bound = min(bound, cutoff)  # pruned placements are no better than the hint
     from placement.validate import validate
 
     if validate(instance, assignment):

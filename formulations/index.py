@@ -23,7 +23,7 @@ import numpy as np
 from placement.evaluate import comm_ms, job_weight_factor
 from placement.model import Instance, Slowdown
 
-__all__ = ["Home", "JobIndex", "ProblemIndex", "index_instance", "without_slowdowns"]
+__all__ = ["Home", "JobIndex", "ProblemIndex", "index_instance", "prune_thresholds", "disaggregate", "without_slowdowns"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,16 @@ class JobIndex:
     """q[k, i] = P(a_i S_i < t_k) for the job's i-th server."""
     upper_ms: float = 0.0
     """An upper bound on E[T_j] over every placement (used for big-M-free bounds)."""
+    mult: np.ndarray | None = None
+    """Servers behind each entry of ``servers`` (1, or a class's size when aggregated)."""
+
+    def umax(self, i: int) -> int:
+        """Most servers of unit ``i`` the job can use."""
+        m = 1 if self.mult is None else int(self.mult[i])
+        job_cap = self.workers if self.max_servers is None else min(self.workers, self.max_servers)
+        return max(1, min(m, job_cap))
+
+    max_servers: int | None = None
 
 
 @dataclass
@@ -76,7 +86,12 @@ class ProblemIndex:
 
     classes: list[list[int]] = field(default_factory=list)
     """Groups (two or more) of interchangeable servers: same innermost domain, GPU type,
-    slowdowns, free capacity and intra-server bandwidth, and no job singles one out."""
+    slowdowns, free capacity and intra-server bandwidth, and no job singles one out
+    (those not aggregated into units)."""
+    units: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Aggregated classes: representative server position -> its servers."""
+    cutoff: float | None = None
+    """The objective of the known placement the candidates were pruned against."""
 
     @property
     def size(self) -> int:
@@ -84,11 +99,12 @@ class ProblemIndex:
         total = 0
         for j in self.jobs:
             n = len(j.servers)
-            total += 2 * n + len(j.homes)
+            bits = np.array([j.umax(i).bit_length() for i in range(n)], dtype=np.int64)
+            total += 2 * n + int((bits[bits > 1] + 1).sum()) + len(j.homes)
             if j.scen_time is not None:
                 total += j.scen_time.shape[1]
             elif j.q is not None:
-                total += int(((j.q > 0) & (j.q < 1)).sum())
+                total += int((((j.q > 0) & (j.q < 1)) * bits).sum())
         return total
 
 
@@ -100,38 +116,89 @@ def without_slowdowns(instance: Instance) -> Instance:
     return instance.replace(servers=servers, jobs=jobs, scenarios=None)
 
 
-def index_instance(instance: Instance) -> ProblemIndex:
+def _homes(job, cl, instance: Instance, sps: np.ndarray, cap: np.ndarray, mult: np.ndarray) -> list[Home]:
+    """The job's homes over its units ``sps`` (a unit is a server, or a class of ``mult``
+    interchangeable servers represented by its first)."""
+    local = {int(sp): i for i, sp in enumerate(sps)}
+    homes: list[Home] = []
+    for i, sp in enumerate(sps):
+        if cap[i] >= job.workers:
+            bw = instance.servers[int(sp)].intra_bandwidth_gbps
+            homes.append(Home(None, (i,), comm_ms(job, bw), bw))
+    if job.workers > 1:
+        for d, members in enumerate(cl.domain_members):
+            mem = tuple(local[int(m)] for m in members if int(m) in local)
+            if not mem or int(mult[list(mem)].sum()) < 2:
+                continue
+            caps = np.repeat(cap[list(mem)], mult[list(mem)])
+            if int(caps.sum()) < job.workers:
+                continue
+            if job.max_servers is not None and int(np.sort(caps)[::-1][: job.max_servers].sum()) < job.workers:
+                continue
+            bw = cl.domains[d].bandwidth_gbps
+            homes.append(Home(d, mem, comm_ms(job, bw), bw))
+    return homes
+
+
+def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate: bool = False) -> ProblemIndex:
+    """Index ``instance`` for an exact model.
+
+    ``cutoff``: the true objective of a known placement (admission ``all`` only).  A server
+    is dropped from a job's candidates when using it at all would make the objective at
+    least ``cutoff`` even with every other job at its own lower bound: its ``E[a S]`` plus
+    the cheapest all-reduce of a home holding it exceeds the job's slack.  No placement
+    better than the known one is lost, so the model's optimum, taken together with the
+    known placement, is the true optimum (see :func:`prune_thresholds`).
+
+    ``aggregate``: each class of interchangeable servers (:func:`server_classes`) becomes
+    one *unit* of ``mult`` servers (represented by its first server) on which a job chooses
+    how many servers and workers it uses; the model is then a relaxation (a class's
+    capacity is pooled), solutions are mapped back to servers by :func:`disaggregate`.
+    """
     from placement.state import State
 
     st = State(instance)
     ev = instance.eval_index
     cl = instance.cluster
     probs = None if ev.scenario_probs is None else np.asarray(ev.scenario_probs)
+    classes = server_classes(instance)
+    members: dict[int, tuple[int, ...]] = {}
+    hidden: set[int] = set()
+    if aggregate:
+        for g in classes:
+            members[g[0]] = tuple(g)
+            hidden.update(g[1:])
+    thresholds = prune_thresholds(instance, cutoff) if cutoff is not None and instance.admission == "all" else None
+    notes: list[str] = []
+    pruned = total = 0
     jobs: list[JobIndex] = []
     for jp, job in enumerate(instance.jobs):
         allowed = st.allowed(jp)
+        if hidden:
+            allowed = allowed[~np.isin(allowed, list(hidden))]
         cap = np.minimum(st.room(jp, allowed), job.workers) if len(allowed) else np.zeros(0, dtype=np.int64)
         keep = cap > 0
         sps, cap = allowed[keep], cap[keep]
+        mult = np.array([len(members.get(int(sp), (0,))) for sp in sps], dtype=np.int64)
+        homes = _homes(job, cl, instance, sps, cap, mult)
+        if thresholds is not None and len(sps):
+            total += int(mult.sum())
+            cheapest = np.full(len(sps), math.inf)
+            for h in homes:
+                for i in h.members:
+                    cheapest[i] = min(cheapest[i], h.comm_ms)
+            score = ev.job_score(jp)[sps]
+            ok = score + cheapest <= thresholds[jp] * (1 + 1e-9) + 1e-9
+            if not ok.all():
+                pruned += int(mult[~ok].sum())
+                sps, cap, mult = sps[ok], cap[ok], mult[ok]
+                homes = _homes(job, cl, instance, sps, cap, mult)
         a = np.array([ev.a(jp, int(sp)) for sp in sps])
-        local = {int(sp): i for i, sp in enumerate(sps)}
-        homes: list[Home] = []
-        for i, sp in enumerate(sps):
-            if cap[i] >= job.workers:
-                bw = instance.servers[int(sp)].intra_bandwidth_gbps
-                homes.append(Home(None, (i,), comm_ms(job, bw), bw))
-        if job.workers > 1:
-            for d, members in enumerate(cl.domain_members):
-                mem = tuple(local[int(m)] for m in members if int(m) in local)
-                if len(mem) >= 2 and int(cap[list(mem)].sum()) >= job.workers:
-                    if job.max_servers is not None and int(np.sort(cap[list(mem)])[::-1][: job.max_servers].sum()) < job.workers:
-                        continue
-                    bw = cl.domains[d].bandwidth_gbps
-                    homes.append(Home(d, mem, comm_ms(job, bw), bw))
         ji = JobIndex(
             jp=jp, job_id=job.id, workers=job.workers, weight=job.weight,
             factor=job_weight_factor(instance, job), servers=sps, cap=cap, a=a, homes=homes,
             time_limit_ms=None if job.deadline_s is None else job.deadline_s * 1000.0 / (job.iterations or 1),
+            mult=mult, max_servers=job.max_servers,
         )
         if len(sps) == 0:
             jobs.append(ji)
@@ -162,14 +229,37 @@ def index_instance(instance: Instance) -> ProblemIndex:
         if not math.isfinite(ji.upper_ms):  # pragma: no cover - homes have positive bandwidth
             ji.upper_ms = 1e12
         jobs.append(ji)
+    if thresholds is not None:
+        notes.append(f"pruned {pruned} of {total} job-server pairs that cannot beat the start")
+    if members:
+        notes.append(f"{len(members)} classes of interchangeable servers aggregated ({len(hidden) + len(members)} servers)")
     return ProblemIndex(
         instance=instance,
         jobs=jobs,
         scenario_probs=probs,
         best_effort=instance.admission == "best_effort",
         server_ids=tuple(s.id for s in instance.servers),
-        classes=server_classes(instance),
+        notes=notes,
+        classes=[g for g in classes if g[0] not in members],
+        units=members,
+        cutoff=cutoff if thresholds is not None else None,
     )
+
+
+def prune_thresholds(instance: Instance, cutoff: float) -> np.ndarray:
+    """Per job, the largest ``E[T_j]`` a placement with objective below ``cutoff`` can have:
+    ``(cutoff - sum_{k != j} f_k LB_k) / f_j`` with ``LB_k`` the job's own lower bound
+    (:func:`placement.evaluate.job_lower_bound`) and ``f`` the objective factors.  Using
+    a server ``n`` costs job ``j`` at least ``E[a_jn S_n]`` plus its cheapest all-reduce,
+    since the expected maximum is at least each used server's expectation."""
+    from placement.evaluate import job_lower_bound
+
+    lbs = np.array([job_lower_bound(instance, jp) for jp in range(len(instance.jobs))], dtype=float)
+    f = np.array([job_weight_factor(instance, j) for j in instance.jobs], dtype=float)
+    if not np.isfinite(lbs).all():
+        return np.full(len(lbs), math.inf)
+    rest = float(f @ lbs) - f * lbs
+    return (cutoff - rest) / np.where(f > 0, f, 1.0) + np.where(f > 0, 0.0, math.inf)
 
 
 def server_classes(instance: Instance) -> list[list[int]]:
@@ -188,3 +278,116 @@ def server_classes(instance: Instance) -> list[list[int]]:
                s.intra_bandwidth_gbps, tuple(table.get(s.id, ())))
         groups.setdefault(key, []).append(sp)
     return [g for g in groups.values() if len(g) >= 2]
+
+
+def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int, int], tuple[int, int]],
+                 plain: dict[tuple[int, int], int]) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
+    """Map an aggregated model's solution back to servers.
+
+    ``counts[(job, unit)] = (workers, servers used)`` for every aggregated unit, ``plain``
+    the workers on ordinary servers.  Each class is packed on its own: jobs with the
+    biggest per-server share first, each onto the servers with the most room for it, one
+    worker on each then the rest where room is largest; a class where that fails is packed
+    exactly by CP-SAT.  Returns the assignment (``None`` if some class cannot be packed)
+    and the classes that needed CP-SAT or failed."""
+    out: dict[str, dict[str, int]] = {}
+    for (jp, sp), k in plain.items():
+        if k > 0:
+            out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
+    hard: list[int] = []
+    by_unit: dict[int, list[tuple[int, int, int]]] = {}
+    for (jp, rep), (w, u) in counts.items():
+        if w > 0:
+            by_unit.setdefault(rep, []).append((jp, w, u))
+    failed = False
+    for rep, items in by_unit.items():
+        servers = list(index.units[rep])
+        packed = _pack_greedy(instance, servers, items)
+        if packed is None:
+            hard.append(rep)
+            packed = _pack_exact(instance, servers, items)
+        if packed is None:
+            failed = True
+            continue
+        for jp, alloc in packed.items():
+            for sp, k in alloc.items():
+                out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
+    return (None if failed else out), hard
+
+
+def _pack_greedy(instance: Instance, servers: list[int], items: list[tuple[int, int, int]]) -> dict[int, dict[int, int]] | None:
+    """Greedy packing of ``(job, workers, servers used)`` onto the class's ``servers``."""
+    gpus = np.array([instance.servers[sp].free_gpus for sp in servers], dtype=float)
+    cpus = np.array([instance.servers[sp].cpus or math.inf for sp in servers], dtype=float)
+    mem = np.array([instance.servers[sp].memory_gb or math.inf for sp in servers], dtype=float)
+    result: dict[int, dict[int, int]] = {}
+    for jp, w, u in sorted(items, key=lambda t: (-math.ceil(t[1] / t[2]), -t[1], t[0])):
+        job = instance.jobs[jp]
+        if u > w or u > len(servers):
+            return None
+        cpw, mpw = job.cpus_per_worker or 0.0, job.memory_gb_per_worker or 0.0
+        room = gpus.copy()
+        if cpw:
+            room = np.minimum(room, np.floor(cpus / cpw + 1e-9))
+        if mpw:
+            room = np.minimum(room, np.floor(mem / mpw + 1e-9))
+        order = sorted(range(len(servers)), key=lambda i: (-room[i], i))[:u]
+        if room[order[-1]] < 1 or room[order].sum() < w:
+            return None
+        alloc = {i: 1 for i in order}
+        left = w - u
+        for i in order:
+            extra = int(min(left, room[i] - 1))
+            alloc[i] += extra
+            left -= extra
+        for i, k in alloc.items():
+            gpus[i] -= k
+            cpus[i] -= k * cpw
+            mem[i] -= k * mpw
+        result[jp] = {servers[i]: k for i, k in alloc.items()}
+    return result
+
+
+def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, int, int]], limit_s: float = 2.0) -> dict[int, dict[int, int]] | None:
+    """Exact packing of one class by CP-SAT (GPUs, and CPUs/memory at a 1e-6 resolution
+    rounded against the packing)."""
+    from ortools.sat.python import cp_model
+
+    m = cp_model.CpModel()
+    n: dict[tuple[int, int], object] = {}
+    for jp, w, u in items:
+        bs = []
+        for sp in servers:
+            v = m.NewIntVar(0, w, f"n_{jp}_{sp}")
+            b = m.NewBoolVar(f"b_{jp}_{sp}")
+            m.Add(v >= 1).OnlyEnforceIf(b)
+            m.Add(v == 0).OnlyEnforceIf(b.Not())
+            n[(jp, sp)] = v
+            bs.append(b)
+        m.Add(sum(n[(jp, sp)] for sp in servers) == w)
+        m.Add(sum(bs) == u)
+    S = 10**6
+    for sp in servers:
+        srv = instance.servers[sp]
+        m.Add(sum(n[(jp, sp)] for jp, _, _ in items) <= srv.free_gpus)
+        for cap, attr in ((srv.cpus, "cpus_per_worker"), (srv.memory_gb, "memory_gb_per_worker")):
+            if cap is None:
+                continue
+            terms = [(getattr(instance.jobs[jp], attr), n[(jp, sp)]) for jp, _, _ in items if getattr(instance.jobs[jp], attr)]
+            if terms:
+                m.Add(sum(int(math.ceil(c * S - 1e-6)) * v for c, v in terms) <= int(math.floor(cap * S + 1e-6)))
+    # servers of a class are interchangeable: loads in non-increasing order
+    loads = [sum(n[(jp, sp)] for jp, _, _ in items) for sp in servers]
+    for a, b in zip(loads, loads[1:]):
+        m.Add(a >= b)
+    s = cp_model.CpSolver()
+    s.parameters.max_time_in_seconds = limit_s
+    s.parameters.num_workers = 1
+    if s.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    out: dict[int, dict[int, int]] = {}
+    for (jp, sp), v in n.items():
+        k = int(s.Value(v))
+        if k:
+            out.setdefault(jp, {})[sp] = k
+    return out

@@ -46,6 +46,8 @@ class Built:
     placed: dict[int, Any]
     objective: Any
     weight: Any
+    used: dict[tuple[int, int], Any]
+    """Servers used per (job, unit): a binary, or for an aggregated class an expression."""
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -55,6 +57,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     prob = pulp.LpProblem(re.sub(r"\W", "_", name)[:40] or "placement", pulp.LpMinimize)
     inst = index.instance
     x: dict[tuple[int, int], Any] = {}
+    used: dict[tuple[int, int], Any] = {}
     placed: dict[int, Any] = {}
     obj_terms: list[Any] = []
     weight_terms: list[Any] = []
@@ -74,19 +77,36 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             else:
                 prob += p == 0
             continue
-        xs, ys = [], []
+        xs, ys, us = [], [], []
+        bits: list[list[tuple[int, Any]]] = []
         for i, sp in enumerate(j.servers):
-            xv = pulp.LpVariable(f"x_{tag}_{i}", 0, int(j.cap[i]), cat="Integer")
+            xv = pulp.LpVariable(f"x_{tag}_{i}", 0, int(j.cap[i]) * j.umax(i), cat="Integer")
             yv = pulp.LpVariable(f"y_{tag}_{i}", cat="Binary")
-            prob += xv <= int(j.cap[i]) * yv
-            prob += xv >= yv
+            umax = j.umax(i)
+            if umax == 1:
+                uv: Any = yv
+                bits.append([(1, yv)])
+            else:
+                # servers of the class used, in binary: the product of q over them is
+                # the product of q^(2^l) over the bits set (exact)
+                bl = [(2**l, pulp.LpVariable(f"b_{tag}_{i}_{l}", cat="Binary")) for l in range(umax.bit_length())]
+                uv = pulp.lpSum(c * b for c, b in bl)
+                prob += uv <= umax
+                for _, b in bl:
+                    prob += yv >= b
+                prob += yv <= pulp.lpSum(b for _, b in bl)
+                bits.append(bl)
+            prob += xv <= int(j.cap[i]) * uv
+            prob += xv >= uv
             xs.append(xv)
             ys.append(yv)
+            us.append(uv)
             x[(j.jp, int(sp))] = xv
+            used[(j.jp, int(sp))] = uv
             per_server.setdefault(int(sp), []).append((j.jp, xv))
         prob += pulp.lpSum(xs) == j.workers * p
         if job.max_servers is not None:
-            prob += pulp.lpSum(ys) <= job.max_servers
+            prob += pulp.lpSum(us) <= job.max_servers
         zs = [pulp.LpVariable(f"z_{tag}_{h}", cat="Binary") for h in range(len(j.homes))]
         prob += pulp.lpSum(zs) == p
         covers: dict[int, list[Any]] = {}
@@ -94,7 +114,10 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             for i in home.members:
                 covers.setdefault(i, []).append(zs[h])
             if home.domain is not None:
-                prob += pulp.lpSum(ys[i] for i in home.members) >= 2 * zs[h]
+                prob += pulp.lpSum(us[i] for i in home.members) >= 2 * zs[h]
+            elif j.umax(home.members[0]) > 1:
+                i = home.members[0]
+                prob += us[i] <= 1 + (j.umax(i) - 1) * (1 - zs[h])
         for i, yv in enumerate(ys):
             prob += yv <= pulp.lpSum(covers.get(i, []))
         comm = pulp.lpSum(home.comm_ms * zs[h] for h, home in enumerate(j.homes) if home.comm_ms > 0)
@@ -124,14 +147,14 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 for i in range(len(ys)):
                     if qk[i] <= 0:
                         prob += g >= ys[i]
-                chain = [i for i in range(len(ys)) if 0 < qk[i] < 1]
+                chain = [(float(qk[i]) ** c, b) for i in range(len(ys)) if 0 < qk[i] < 1 for c, b in bits[i]]
                 if chain:
                     prev: Any = p
-                    for m, i in enumerate(chain):
+                    for m, (qf, b) in enumerate(chain):
                         w = pulp.LpVariable(f"w_{tag}_{k}_{m}", 0, 1)
-                        prob += w >= prev + ys[i] - 1
+                        prob += w >= prev + b - 1
                         pi = pulp.LpVariable(f"pi_{tag}_{k}_{m}", 0, 1)
-                        prob += pi == prev - (1 - float(qk[i])) * w
+                        prob += pi == prev - (1 - qf) * w
                         prev = pi
                     prob += g >= p - prev
                 terms.append(dt * g)
@@ -144,16 +167,17 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     # 0.7 s without them, 1.5 s with them (CP-SAT, which gains from them, has them)
     for sp, pairs in per_server.items():
         srv = inst.servers[sp]
-        prob += pulp.lpSum(v for _, v in pairs) <= srv.free_gpus
+        n = len(index.units.get(sp, (sp,)))  # an aggregated class pools its capacity
+        prob += pulp.lpSum(v for _, v in pairs) <= n * srv.free_gpus
         if srv.cpus is not None:
             terms = [(inst.jobs[jp].cpus_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].cpus_per_worker]
             if terms:
-                prob += pulp.lpSum(terms) <= srv.cpus
+                prob += pulp.lpSum(terms) <= n * srv.cpus
         if srv.memory_gb is not None:
             terms = [(inst.jobs[jp].memory_gb_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].memory_gb_per_worker]
             if terms:
-                prob += pulp.lpSum(terms) <= srv.memory_gb
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms))
+                prob += pulp.lpSum(terms) <= n * srv.memory_gb
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used)
 
 
 # (status, sol_status) of PuLP -> ours.  sol_status is the one that tells "integer feasible".
@@ -197,12 +221,57 @@ def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None
     return None
 
 
-def _run(instance: Instance, opts: Options, backend: str) -> Outcome:
+def _solve(index: ProblemIndex, backend: str, t_end: float, threads: int, start: Assignment | None,
+           path: list[str]) -> tuple[str, Built, float | None, bool]:
+    """Build and solve ``index``: (status, model, solver bound, weight proven)."""
     import pulp
 
+    t0 = time.monotonic()
+    b = build(index, index.instance.name)
+    if start is not None:
+        _warm(b, index.instance, start)
+    # PuLP hands the model to the solver (and reads the solution back) after the solver's
+    # clock is set: about 0.5x our build time on large models, kept off the solver's limit
+    overhead = 0.6 * (time.monotonic() - t0)
+    t_end -= overhead
+    log = None
+    if backend == "cbc":
+        fd, log = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
+        os.close(fd)
+    try:
+        proven_w = True
+        if index.best_effort:
+            b.prob.setObjective(-1 * b.weight)
+            with native_stdout_silenced():
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, start is not None))
+            st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+            path.append(f"phase1(weight):{st}")
+            if st not in ("optimal", "feasible"):
+                return st, b, None, False
+            w_star = float(pulp.value(b.weight) or 0.0)
+            proven_w = st == "optimal"
+            b.prob += b.weight >= w_star - 1e-6, "keep_weight"
+        b.prob.setObjective(b.objective)
+        with native_stdout_silenced():
+            b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, True))
+        st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+        path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
+        return st, b, (None if st == "infeasible" else _bound(backend, b, log, st)), proven_w
+    finally:
+        if log and os.path.exists(log):
+            os.unlink(log)
+
+
+def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True, aggregate: bool = True) -> Outcome:
+    """Prune against the start, aggregate interchangeable servers, solve, map back to
+    servers (falling back on the unaggregated model when a class cannot be packed).
+    ``prune``/``aggregate`` off give the plain model (for ``placement.bench reductions``)."""
+    import pulp
+
+    from placement.evaluate import evaluate
+    from placement.solve import best_placement
+
     t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
-    index = index_instance(instance)
-    b = build(index, instance.name)
     version = f"pulp {pulp.__version__}, " + (
         f"highspy {metadata.version('highspy')}" if backend == "highs" else "CBC (bundled with PuLP)"
     )
@@ -214,70 +283,80 @@ def _run(instance: Instance, opts: Options, backend: str) -> Outcome:
 
         start = greedy(instance, opts).assignment
         path.append("start:greedy" if start is not None else "start:none")
-    if start is not None:
-        _warm(b, instance, start)
-    log = None
-    fd = None
-    if backend == "cbc":
-        fd, log = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
-        os.close(fd)
-    try:
-        w_star = None
-        if index.best_effort:
-            b.prob.setObjective(-1 * b.weight)
-            with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), opts.threads, log, start is not None))
-            st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
-            path.append(f"phase1(weight):{st}")
-            if st not in ("optimal", "feasible"):
-                return Outcome(None, path=path, backend=name, backend_version=version, message=f"phase 1 ended {st}")
-            w_star = float(pulp.value(b.weight) or 0.0)
-            proven_w = st == "optimal"
-            b.prob += b.weight >= w_star - 1e-6, "keep_weight"
-        b.prob.setObjective(b.objective)
-        with native_stdout_silenced():
-            b.prob.solve(_solver(backend, t_end - time.monotonic(), opts.threads, log, True))
-        st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
-        path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
+    cutoff = None
+    if prune and start is not None and instance.admission == "all":
+        cutoff = evaluate(instance, start).objective
+    index = index_instance(instance, cutoff=cutoff, aggregate=aggregate)
+    path += index.notes
+    bound: float | None = None
+    assignment = None
+    while True:
+        st, b, solver_bound, proven_w = _solve(index, backend, t_end, opts.threads, start, path)
+        if solver_bound is not None:
+            bound = solver_bound if bound is None else max(bound, solver_bound)
         if st == "infeasible":
+            if cutoff is not None:
+                # the start lies in the pruned model, so only numerical trouble gets here
+                return Outcome(start, path=path + ["returned start"], backend=name, backend_version=version,
+                               message="the pruned model was reported infeasible; returned the start")
             return Outcome(None, infeasible=not index.best_effort, path=path, backend=name, backend_version=version)
         if st not in ("optimal", "feasible"):
-            # no incumbent within the limit: the start is still a placement, and the
-            # solver's dual bound is still a bound
-            bound = None if index.best_effort else _bound(backend, b, log, st)
-            if start is not None:
-                path.append("returned start")
-            return Outcome(start, bound=bound, path=path, backend=name, backend_version=version,
-                           message=f"solver ended {st} without a placement")
-        assignment = _extract(b, instance)
-        from placement.solve import best_placement
-
-        if st != "optimal" and best_placement(instance, assignment, start)[0] == 1:
-            path.append("start better than incumbent: returned start")
-            assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
-        bound = _bound(backend, b, log, st)
-        optimal = st == "optimal"
-        if index.best_effort:
-            optimal = optimal and proven_w
-            bound = None if not optimal else bound  # a bound at a fixed weight is no bound of the lexicographic problem
-        return Outcome(assignment, optimal=optimal, bound=bound, path=path, backend=name, backend_version=version)
-    finally:
-        if log and os.path.exists(log):
-            os.unlink(log)
+            break
+        assignment, hard = _extract(b, instance)
+        if hard:
+            path.append(f"{len(hard)} class(es) packed by CP-SAT")
+        if assignment is not None or not index.units or time.monotonic() > t_end - 0.5:
+            break
+        path.append("a class could not be packed: unaggregated model")
+        index = index_instance(instance, cutoff=cutoff, aggregate=False)
+    if cutoff is not None and bound is not None:
+        bound = min(bound, cutoff)  # pruned placements are no better than the start
+    if assignment is None:
+        # no incumbent within the limit: the start is still a placement
+        if start is not None:
+            path.append("returned start")
+        return Outcome(start, bound=None if index.best_effort else bound, path=path, backend=name,
+                       backend_version=version, message=f"solver ended {st} without a placement")
+    if st != "optimal" and best_placement(instance, assignment, start)[0] == 1:
+        path.append("start better than incumbent: returned start")
+        assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
+    optimal = st == "optimal" and proven_w
+    if not optimal and bound is not None and cutoff is not None:
+        true = evaluate(instance, assignment).objective
+        optimal = true - bound <= GAP_REL * max(1.0, abs(true))
+    if index.best_effort and not optimal:
+        bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
+    return Outcome(assignment, optimal=optimal, bound=bound, path=path, backend=name, backend_version=version)
 
 
 def _warm(b: Built, instance: Instance, start: Assignment) -> None:
+    units = b.index.units
     for (jp, sp), v in b.x.items():
-        v.setInitialValue(int(start.get(instance.jobs[jp].id, {}).get(instance.servers[sp].id, 0)))
+        alloc = start.get(instance.jobs[jp].id, {})
+        v.setInitialValue(int(sum(alloc.get(instance.servers[m].id, 0) for m in units.get(sp, (sp,)))))
 
 
-def _extract(b: Built, instance: Instance) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (jp, sp), v in b.x.items():
+def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
+    """The solution on servers (``None`` if an aggregated class cannot be packed) and the
+    classes that needed the exact packing."""
+    from placement.formulations.index import disaggregate
+
+    units = b.index.units
+    plain: dict[tuple[int, int], int] = {}
+    counts: dict[tuple[int, int], tuple[int, int]] = {}
+    for key, v in b.x.items():
         k = int(round(v.varValue or 0.0))
-        if k > 0:
-            out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
-    return out
+        if key[1] in units:
+            counts[key] = (k, int(round(pulp_value(b.used[key]))))
+        else:
+            plain[key] = k
+    return disaggregate(instance, b.index, counts, plain)
+
+
+def pulp_value(expr: Any) -> float:
+    import pulp
+
+    return float(pulp.value(expr) or 0.0)
 
 
 def milp_highs(instance: Instance, opts: Options) -> Outcome:

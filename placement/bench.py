@@ -4,6 +4,7 @@
     python -m placement.bench methods pod256       # every method on one instance
     python -m placement.bench exact pod256         # exact methods: time to proof or gap at the limit
     python -m placement.bench replan               # re-planning on 2,048 GPUs, 5% of servers changed
+    python -m placement.bench reductions library/medium/calm pod256   # MILP with/without pruning, classes
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -128,6 +129,38 @@ def bench_replan(max_moves: int = 50, time_limit: float = 4.5, full_limit: float
         print(f"share of the full re-solve's improvement recovered: {100 * (stale - rp.objective) / (stale - full.objective):.1f}%")
 
 
+def bench_reductions(instances: list[str], time_limit: float, backend: str = "highs") -> None:
+    """The MILP with and without incumbent pruning and class aggregation, side by side
+    from the same greedy start; objective and bound from the evaluator and the solver."""
+    import placement
+    from placement.evaluate import evaluate
+    from placement.formulations import milp
+    from placement.formulations.index import index_instance
+    from placement.heuristics import greedy
+    from placement.registry import Options
+
+    print(f"milp_{backend}, {time_limit:g} s each, greedy start; objective = evaluator's")
+    print(f"{'instance':28s} {'variant':12s} {'vars':>7s} {'wall_s':>7s} {'objective':>11s} {'bound':>11s} {'gap%':>7s} status")
+    for name in instances:
+        inst = placement.resolve_instance(name)
+        start = greedy(inst, Options(time_limit, 0, 1, None, None)).assignment
+        cutoff = evaluate(inst, start).objective if start is not None else None
+        for label, prune, agg in (("plain", False, False), ("pruned", True, False), ("classes", False, True),
+                                  ("both", True, True)):
+            size = index_instance(inst, cutoff=cutoff if prune else None, aggregate=agg).size
+            t = time.perf_counter()
+            out = milp._run(inst, Options(time_limit, 0, 1, start, time.monotonic() + time_limit), backend,
+                            prune=prune, aggregate=agg)
+            wall = time.perf_counter() - t
+            sol_obj = evaluate(inst, out.assignment).objective if out.assignment else float("nan")
+            if out.assignment is not None:
+                assert not placement.validate(inst, out.assignment)
+            b = out.bound
+            gap = 100 * (sol_obj - b) / sol_obj if b is not None and sol_obj else float("nan")
+            print(f"{name:28s} {label:12s} {size:7d} {wall:7.2f} {sol_obj:11.3f} {b if b is not None else float('nan'):11.3f} "
+                  f"{gap:7.3f} {'optimal' if out.optimal else 'feasible'}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -144,7 +177,14 @@ def main(argv: list[str] | None = None) -> None:
     r = sub.add_parser("replan")
     r.add_argument("--max-moves", type=int, default=50)
     r.add_argument("--time-limit", type=float, default=4.5)
+    rd = sub.add_parser("reductions")
+    rd.add_argument("instances", nargs="+")
+    rd.add_argument("--time-limit", type=float, default=10.0)
+    rd.add_argument("--backend", choices=("highs", "cbc"), default="highs")
     a = ap.parse_args(argv)
+    if a.what == "reductions":
+        bench_reductions(a.instances, a.time_limit, a.backend)
+        return
     if a.what == "replan":
         bench_replan(a.max_moves, a.time_limit)
         return
