@@ -48,6 +48,9 @@ class Built:
     weight: Any
     used: dict[tuple[int, int], Any]
     """Servers used per (job, unit): a binary, or for an aggregated class an expression."""
+    ints: dict[int, tuple[list[Any], list[list[tuple[int, Any]]], list[Any]]]
+    """Per job its integer decisions besides ``x``: use binaries, bits of servers used per
+    unit, home binaries (to hand the solver a complete integer start)."""
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -58,6 +61,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     inst = index.instance
     x: dict[tuple[int, int], Any] = {}
     used: dict[tuple[int, int], Any] = {}
+    ints: dict[int, tuple[list[Any], list[list[tuple[int, Any]]], list[Any]]] = {}
     placed: dict[int, Any] = {}
     obj_terms: list[Any] = []
     weight_terms: list[Any] = []
@@ -108,6 +112,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
         if job.max_servers is not None:
             prob += pulp.lpSum(us) <= job.max_servers
         zs = [pulp.LpVariable(f"z_{tag}_{h}", cat="Binary") for h in range(len(j.homes))]
+        ints[j.jp] = (ys, bits, zs)
         prob += pulp.lpSum(zs) == p
         covers: dict[int, list[Any]] = {}
         for h, home in enumerate(j.homes):
@@ -177,7 +182,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             terms = [(inst.jobs[jp].memory_gb_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].memory_gb_per_worker]
             if terms:
                 prob += pulp.lpSum(terms) <= n * srv.memory_gb
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used)
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints)
 
 
 # (status, sol_status) of PuLP -> ours.  sol_status is the one that tells "integer feasible".
@@ -197,8 +202,31 @@ def _solver(backend: str, time_left: float, threads: int, log: str | None, warm:
 
     t = max(0.05, time_left)
     if backend == "highs":
-        return pulp.HiGHS(msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, random_seed=0)
+        return _warm_highs()(warm, msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, random_seed=0)
     return pulp.PULP_CBC_CMD(msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, logPath=log, warmStart=warm)
+
+
+def _warm_highs() -> type:
+    """PuLP's HiGHS adapter, handing HiGHS the variables' initial values (PuLP's own takes
+    no start): HiGHS fixes the integer ones, solves the LP left and keeps the result as its
+    first incumbent."""
+    import numpy as np
+    import pulp
+
+    class WarmHiGHS(pulp.HiGHS):  # type: ignore[misc, name-defined]
+        def __init__(self, warm: bool, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.warm = warm
+
+        def callSolver(self, lp: Any) -> None:
+            if self.warm:
+                pairs = [(v.index, float(v.varValue)) for v in lp.variables() if v.varValue is not None]
+                if pairs:
+                    idx, val = zip(*pairs)
+                    lp.solverModel.setSolution(len(idx), np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=float))
+            lp.solverModel.run()
+
+    return WarmHiGHS
 
 
 def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None:
@@ -262,10 +290,12 @@ def _solve(index: ProblemIndex, backend: str, t_end: float, threads: int, start:
             os.unlink(log)
 
 
-def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True, aggregate: bool = True) -> Outcome:
+def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True, aggregate: bool = True,
+         warm: bool = True) -> Outcome:
     """Prune against the start, aggregate interchangeable servers, solve, map back to
     servers (falling back on the unaggregated model when a class cannot be packed).
-    ``prune``/``aggregate`` off give the plain model (for ``placement.bench reductions``)."""
+    ``prune``/``aggregate``/``warm`` off give the plain model without a start handed to the
+    solver (for ``placement.bench reductions``)."""
     import pulp
 
     from placement.evaluate import evaluate
@@ -291,7 +321,7 @@ def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True,
     bound: float | None = None
     assignment = None
     while True:
-        st, b, solver_bound, proven_w = _solve(index, backend, t_end, opts.threads, start, path)
+        st, b, solver_bound, proven_w = _solve(index, backend, t_end, opts.threads, start if warm else None, path)
         if solver_bound is not None:
             bound = solver_bound if bound is None else max(bound, solver_bound)
         if st == "infeasible":
@@ -330,10 +360,44 @@ def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True,
 
 
 def _warm(b: Built, instance: Instance, start: Assignment) -> None:
+    """Initial values of every integer variable from ``start`` (workers, use, bits of the
+    servers used per class, home); the solver completes the continuous ones."""
     units = b.index.units
-    for (jp, sp), v in b.x.items():
-        alloc = start.get(instance.jobs[jp].id, {})
-        v.setInitialValue(int(sum(alloc.get(instance.servers[m].id, 0) for m in units.get(sp, (sp,)))))
+    cl = instance.cluster
+    for j in b.index.jobs:
+        alloc = start.get(j.job_id, {})
+        if j.jp not in b.ints:
+            continue
+        ys, bits, zs = b.ints[j.jp]
+        if isinstance(b.placed[j.jp], pulp_var_type()):
+            b.placed[j.jp].setInitialValue(1 if alloc else 0)
+        for i, sp in enumerate(j.servers):
+            members = units.get(int(sp), (int(sp),))
+            ks = [int(alloc.get(instance.servers[m].id, 0)) for m in members]
+            b.x[(j.jp, int(sp))].setInitialValue(sum(ks))
+            u = sum(1 for k in ks if k > 0)
+            ys[i].setInitialValue(1 if u else 0)
+            if len(bits[i]) > 1 or bits[i][0][1] is not ys[i]:
+                for c, bv in bits[i]:
+                    bv.setInitialValue(1 if u & c else 0)
+        if not alloc or not zs:
+            continue
+        if len(alloc) == 1:
+            sp = instance.server_pos[next(iter(alloc))]
+            rep = next((int(r) for r in j.servers if sp in units.get(int(r), (int(r),))), None)
+            want = [h for h, home in enumerate(j.homes) if home.domain is None and rep is not None
+                    and int(j.servers[home.members[0]]) == rep]
+        else:
+            d = cl.domain_of(alloc)
+            want = [h for h, home in enumerate(j.homes) if d is not None and home.domain == d.index]
+        for h, zv in enumerate(zs):
+            zv.setInitialValue(1 if want and h == want[0] else 0)
+
+
+def pulp_var_type() -> type:
+    import pulp
+
+    return pulp.LpVariable
 
 
 def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:

@@ -130,8 +130,9 @@ def bench_replan(max_moves: int = 50, time_limit: float = 4.5, full_limit: float
 
 
 def bench_reductions(instances: list[str], time_limit: float, backend: str = "highs") -> None:
-    """The MILP with and without incumbent pruning and class aggregation, side by side
-    from the same greedy start; objective and bound from the evaluator and the solver."""
+    """The MILP with and without the start handed to the solver, incumbent pruning and
+    class aggregation, side by side from the same greedy start (returned when the solver
+    does worse); objective from the evaluator, bound from the solver."""
     import placement
     from placement.evaluate import evaluate
     from placement.formulations import milp
@@ -145,12 +146,13 @@ def bench_reductions(instances: list[str], time_limit: float, backend: str = "hi
         inst = placement.resolve_instance(name)
         start = greedy(inst, Options(time_limit, 0, 1, None, None)).assignment
         cutoff = evaluate(inst, start).objective if start is not None else None
-        for label, prune, agg in (("plain", False, False), ("pruned", True, False), ("classes", False, True),
-                                  ("both", True, True)):
+        for label, prune, agg, warm in (("plain", False, False, False), ("start", False, False, True),
+                                        ("pruned", True, False, False), ("classes", False, True, False),
+                                        ("all", True, True, True)):
             size = index_instance(inst, cutoff=cutoff if prune else None, aggregate=agg).size
             t = time.perf_counter()
             out = milp._run(inst, Options(time_limit, 0, 1, start, time.monotonic() + time_limit), backend,
-                            prune=prune, aggregate=agg)
+                            prune=prune, aggregate=agg, warm=warm)
             wall = time.perf_counter() - t
             sol_obj = evaluate(inst, out.assignment).objective if out.assignment else float("nan")
             if out.assignment is not None:
