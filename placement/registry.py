@@ -94,13 +94,16 @@ REGISTRY: tuple[MethodSpec, ...] = (
     MethodSpec(
         "cpsat", "exact",
         "CP-SAT (OR-Tools): exact scenario and tail-sum formulations in integer units, a valid bound on the "
-        "true objective, warm start from greedy; one worker unless --threads, deterministic per seed.",
+        "true objective, warm start from greedy (candidates pruned against it); one worker unless --threads, "
+        "deterministic per seed.",
         "placement.formulations.cpsat:cpsat",
         ("ortools",),
     ),
     MethodSpec(
         "milp_highs", "exact",
-        "Exact MILP (scenario / McCormick product chain) solved by HiGHS through PuLP; dual bound from HiGHS.",
+        "Exact MILP (scenario / McCormick product chain) solved by HiGHS through PuLP: interchangeable servers "
+        "aggregated into classes, candidates pruned against the greedy start, which HiGHS gets as its first "
+        "incumbent; dual bound from HiGHS.",
         "placement.formulations.milp:milp_highs",
         ("pulp", "highspy"),
     ),

@@ -153,9 +153,11 @@ def _exact_step(instance: Instance, opts: Options, start: Assignment | None, pat
     idx = instance.eval_index
     free = instance.cluster.free_gpus > 0
     rough = sum(2 * int((np.isfinite(idx.job_a(jp)) & free).sum()) for jp in range(len(instance.jobs)))
-    # the MILP backends aggregate interchangeable servers and prune against the start
-    cutoff = evaluate(instance, start).objective if start is not None and instance.admission == "all" else None
-    size = index_instance(instance, cutoff=cutoff, aggregate=True).size if rough <= 4 * AUTO_EXACT_SIZE else rough
+    size = rough
+    if rough <= 4 * AUTO_EXACT_SIZE:
+        # the size of the model the MILP backends build: classes aggregated, pruned against the start
+        cutoff = evaluate(instance, start).objective if start is not None and instance.admission == "all" else None
+        size = index_instance(instance, cutoff=cutoff, aggregate=True).size
     if size > AUTO_EXACT_SIZE:
         path.append(f"auto:exact skipped ({size} variables > {AUTO_EXACT_SIZE})")
         return None
