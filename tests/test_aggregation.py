@@ -132,3 +132,15 @@ def test_pruning_removes_hopeless_servers_and_keeps_the_optimum():
     n_pruned = sum(len(j.servers) for j in pruned.jobs)
     assert n_pruned < 0.9 * n_full
     assert "pruned" in pruned.notes[0]
+
+
+@pytest.mark.parametrize("method", MILP[:1])
+def test_a_bundled_fleet_of_interchangeable_servers_is_proven_through_its_classes(method):
+    # 32 servers in 4 classes: the aggregated model is about a third of the size; the
+    # unaggregated one was not proven within 10 s on the development machine
+    inst = placement.load_bundled("library/medium/calm")
+    sol = placement.solve(inst, method, time_limit_s=120)
+    check_solution(inst, sol)
+    assert "4 classes of interchangeable servers aggregated (32 servers)" in sol.stats["path"]
+    assert sol.status == Status.OPTIMAL
+    assert sol.bound <= sol.objective * (1 + 1e-6)
