@@ -10,6 +10,11 @@ The expected maximum of independent distributions is written as the tail sum
 ``E[X] = sum_k (t_k - t_{k-1}) P(X >= t_k)`` over the support points (``t_0 = 0``), with
 ``P(X >= t_k) = 1 - prod_{n used} q_nk``; a server with ``q_nk = 0`` forces the term to 1.
 Both formulations are exact: no approximation error.
+
+Two reductions (``index_instance(cutoff=..., aggregate=...)``): job-server pairs that cannot
+be part of a placement better than a known one are pruned, and classes of interchangeable
+servers can be aggregated into *units* of ``mult`` servers (a relaxation whose solutions
+:func:`disaggregate` maps back to servers).
 """
 
 from __future__ import annotations

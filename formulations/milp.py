@@ -369,7 +369,7 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
         if j.jp not in b.ints:
             continue
         ys, bits, zs = b.ints[j.jp]
-        if isinstance(b.placed[j.jp], pulp_var_type()):
+        if b.index.best_effort:
             b.placed[j.jp].setInitialValue(1 if alloc else 0)
         for i, sp in enumerate(j.servers):
             members = units.get(int(sp), (int(sp),))
@@ -392,12 +392,6 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
             want = [h for h, home in enumerate(j.homes) if d is not None and home.domain == d.index]
         for h, zv in enumerate(zs):
             zv.setInitialValue(1 if want and h == want[0] else 0)
-
-
-def pulp_var_type() -> type:
-    import pulp
-
-    return pulp.LpVariable
 
 
 def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:

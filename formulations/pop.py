@@ -22,7 +22,7 @@ import numpy as np
 from placement.model import Assignment, Instance
 from placement.registry import Options, Outcome
 
-__all__ = ["pop", "partition", "PART_SIZE"]
+__all__ = ["PART_SIZE", "part_document", "partition", "pop"]
 
 PART_SIZE = 4_000
 """Target number of (job, server) pairs per part, so that each exact model can finish."""
@@ -82,14 +82,52 @@ def partition(instance: Instance, parts: int) -> list[tuple[list[int], list[int]
     return list(zip(groups, jobs))
 
 
-def _solve_part(args: tuple[dict[str, Any], str, float, int]) -> tuple[dict[str, dict[str, int]] | None, list[str]]:
+def _solve_part(args: tuple[dict[str, Any], str, float, float, int]) -> tuple[dict[str, dict[str, int]] | None, list[str]]:
     from placement.io import instance_from_dict
     from placement.registry import get_method
 
-    doc, method, limit, seed = args
+    doc, method, limit, phase_end, seed = args
+    # the parts' phase has an absolute end (CLOCK_MONOTONIC is shared by the processes):
+    # a part that starts too late is left to the repair
+    left = min(limit, phase_end - time.monotonic())
+    if left < 0.3:
+        return None, ["skipped: no time left"]
     inst = instance_from_dict(doc)
-    out = get_method(method).load()(inst, Options(limit, seed, 1, None, time.monotonic() + limit))
+    left = min(limit, phase_end - time.monotonic())
+    if left < 0.2:
+        return None, ["skipped: no time left"]
+    out = get_method(method).load()(inst, Options(left, seed, 1, None, time.monotonic() + left))
     return (None if out.assignment is None else {j: dict(a) for j, a in out.assignment.items()}), out.path
+
+
+def part_document(base: dict[str, Any], instance: Instance, servers: list[int], jobs: list[int]) -> dict[str, Any]:
+    """The instance document of one part: its servers, every switch and the links among
+    them, its jobs restricted to its servers, the scenario rows and per-job estimates of
+    its servers; admission ``best_effort`` (a job the part cannot place goes to the repair)."""
+    ids = {instance.servers[sp].id for sp in servers}
+    topo = base["topology"]
+    nodes = [n for n in topo["nodes"] if n.get("kind") != "server" or n["id"] in ids]
+    kept = {n["id"] for n in nodes}
+    edges = [e for e in topo["edges"] if e["source"] in kept and e["target"] in kept]
+    d = {k: v for k, v in base.items() if k not in ("topology", "jobs", "scenarios", "metadata")}
+    d["topology"] = {**topo, "nodes": nodes, "edges": edges}
+    d["jobs"] = []
+    for jp in jobs:
+        jd = dict(base["jobs"][jp])
+        if "allowed_servers" in jd:
+            jd["allowed_servers"] = [sid for sid in jd["allowed_servers"] if sid in ids]
+            if not jd["allowed_servers"]:
+                continue
+        if "slowdown" in jd:
+            jd["slowdown"] = {sid: v for sid, v in jd["slowdown"].items() if sid in ids}
+            if not jd["slowdown"]:
+                del jd["slowdown"]
+        d["jobs"].append(jd)
+    if "scenarios" in base:
+        sc = base["scenarios"]
+        d["scenarios"] = {**sc, "slowdowns": {sid: v for sid, v in sc["slowdowns"].items() if sid in ids}}
+    d["admission"] = "best_effort"
+    return d
 
 
 def pop(instance: Instance, opts: Options) -> Outcome:
@@ -110,36 +148,27 @@ def pop(instance: Instance, opts: Options) -> Outcome:
     idx = instance.eval_index
     free = instance.cluster.free_gpus > 0
     pairs = sum(int((np.isfinite(idx.job_a(jp)) & free).sum()) for jp in range(len(instance.jobs)))
-    k = max(1, min(len(instance.jobs), math.ceil(pairs / PART_SIZE)))
+    # k parts split both the servers and the jobs, so a part has about pairs / k^2 pairs
+    k = max(1, min(len(instance.jobs), math.ceil(math.sqrt(pairs / PART_SIZE))))
     split = partition(instance, k)
     base = instance_to_dict(instance)
-    ids = [s.id for s in instance.servers]
-    docs = []
-    for servers, jobs in split:
-        allowed = {ids[sp] for sp in servers}
-        d = dict(base)
-        d["jobs"] = []
-        for jp in jobs:
-            jd = dict(base["jobs"][jp])
-            own = set(jd.get("allowed_servers", allowed)) & allowed
-            if not own:
-                continue
-            jd["allowed_servers"] = sorted(own, key=instance.server_pos.__getitem__)
-            d["jobs"].append(jd)
-        d["admission"] = "best_effort"  # a part that cannot place a job leaves it to the repair
-        d.pop("metadata", None)
-        docs.append(d)
+    docs = [part_document(base, instance, servers, jobs) for servers, jobs in split]
+    docs = [d for d in docs if d["jobs"]]
     workers = max(1, min(len(docs), opts.threads, os.cpu_count() or 1))
-    rounds = math.ceil(len(docs) / workers)
-    per_part = max(0.5, 0.6 * (t_end - time.monotonic()) / rounds)
+    rounds = math.ceil(len(docs) / workers) if docs else 1
+    phase_end = time.monotonic() + 0.55 * (t_end - time.monotonic())
+    per_part = max(0.5, (phase_end - time.monotonic()) / rounds)
     path = [f"pop({len(docs)} parts, {workers} in parallel, {backend})"]
     results: list[tuple[dict[str, dict[str, int]] | None, list[str]]]
-    args = [(d, backend, per_part, opts.seed) for d in docs]
+    args = [(d, backend, per_part, phase_end, opts.seed) for d in docs]
     if workers == 1:
         results = [_solve_part(a) for a in args]
     else:
         with ProcessPoolExecutor(max_workers=workers) as ex:
             results = list(ex.map(_solve_part, args))
+    skipped = sum(1 for _, p in results if p and p[0].startswith("skipped"))
+    if skipped:
+        path.append(f"{skipped} part(s) skipped: out of time")
     st = State(instance)
     for asg, _ in results:
         for jid, alloc in (asg or {}).items():
@@ -160,9 +189,13 @@ def pop(instance: Instance, opts: Options) -> Outcome:
         stitched = g.assignment
     if stitched is None:
         return Outcome(None, path=path, message="no complete placement after stitching and repair")
-    if time.monotonic() < t_end - 0.5:
-        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, stitched, t_end - 0.3))
+    # the bound before the local search, which then gets the time left
+    bound = None
+    if instance.admission == "all":
+        bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.3 * (t_end - time.monotonic())))
+    margin = 0.2 + min(1.0, 0.02 * opts.time_limit_s)  # for the final validation and evaluation
+    if time.monotonic() < t_end - margin - 0.1:
+        ls = local_search(instance, Options(opts.time_limit_s, opts.seed, opts.threads, stitched, t_end - margin))
         path += ls.path
         stitched = best_placement(instance, stitched, ls.assignment)[1]
-    bound = transport_lower_bound(instance, time_limit_s=max(0.5, t_end - time.monotonic())) if instance.admission == "all" else None
     return Outcome(stitched, bound=bound, path=path)

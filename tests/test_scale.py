@@ -3,6 +3,7 @@
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
@@ -124,3 +125,38 @@ def test_pop_decomposes_solves_parts_in_parallel_and_keeps_a_whole_bound(monkeyp
     assert sol.stats["path"][0].startswith("pop(") and "2 in parallel" in sol.stats["path"][0]
     assert sol.bound is not None and sol.bound <= sol.objective
     assert sol.objective <= placement.solve(inst, "greedy").objective * (1 + 1e-12)
+
+
+def test_a_part_document_holds_only_its_servers_and_their_rows():
+    import time
+
+    import placement.formulations.pop as pop_mod
+    from placement.io import instance_from_dict, instance_to_dict
+
+    inst = placement.load_bundled("library/small/correlated")
+    assert inst.scenarios is not None
+    (servers, jobs), *_ = pop_mod.partition(inst, 2)
+    doc = pop_mod.part_document(instance_to_dict(inst), inst, servers, jobs)
+    part = instance_from_dict(doc)  # valid: no unknown server anywhere
+    ids = {inst.servers[sp].id for sp in servers}
+    assert {s.id for s in part.servers} == ids
+    assert set(part.scenarios.slowdowns) <= ids
+    assert part.admission == "best_effort" and {j.id for j in part.jobs} <= {inst.jobs[jp].id for jp in jobs}
+    # a part that would start after the parts' deadline is left to the repair
+    asg, path = pop_mod._solve_part((doc, "greedy", 5.0, time.monotonic(), 0))
+    assert asg is None and path[0].startswith("skipped")
+    asg, path = pop_mod._solve_part((doc, "greedy", 5.0, time.monotonic() + 5, 0))
+    assert asg is not None and not placement.validate(part, asg)
+
+
+def test_pop_splits_servers_and_jobs_so_parts_shrink_quadratically(monkeypatch):
+    import placement.formulations.pop as pop_mod
+
+    monkeypatch.setattr(pop_mod, "PART_SIZE", 40)
+    inst = placement.load_bundled("library/medium/correlated")
+    sol = placement.solve(inst, "pop", time_limit_s=10)
+    check_solution(inst, sol)
+    free = inst.cluster.free_gpus > 0
+    pairs = sum(int((np.isfinite(inst.eval_index.job_a(jp)) & free).sum()) for jp in range(len(inst.jobs)))
+    k = int(sol.stats["path"][0].split("(")[1].split()[0])
+    assert 2 <= k <= math.ceil(math.sqrt(pairs / 40)) < pairs / 40  # parts without jobs are dropped
