@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
 from placement.model import Assignment, Instance
@@ -174,20 +175,25 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
         for a, b in zip(loads, loads[1:]):
             m.Add(a >= b)
     for sp, pairs in per_server.items():
-        srv = inst.servers[sp]
-        m.Add(sum(v for _, v in pairs) <= srv.free_gpus)
-        for cap, attr in ((srv.cpus, "cpus_per_worker"), (srv.memory_gb, "memory_gb_per_worker")):
-            if cap is None:
-                continue
-            terms_c = [(getattr(inst.jobs[jp], attr), v) for jp, v in pairs if getattr(inst.jobs[jp], attr)]
-            if terms_c:
-                # exact at a resolution of 1e-6 (values with more decimals are rounded
-                # against the placement: demand up, capacity down)
-                S = 10**6
-                m.Add(sum(int(math.ceil(c * S - 1e-6)) * v for c, v in terms_c) <= int(math.floor(cap * S + 1e-6)))
+        add_capacity_rows(m, inst, sp, pairs)
     for v, val in hints:
         m.AddHint(v, val)
     return m, x, placed, obj_terms, weight_terms
+
+
+def add_capacity_rows(m: Any, inst: Instance, sp: int, pairs: list[tuple[int, Any]]) -> None:
+    """Server ``sp``'s GPU, CPU and memory rows over ``(job position, worker variable)``:
+    exact at a resolution of 1e-6 (values with more decimals are rounded against the
+    placement: demand up, capacity down)."""
+    srv = inst.servers[sp]
+    m.Add(sum(v for _, v in pairs) <= srv.free_gpus)
+    S = 10**6
+    for cap, attr in ((srv.cpus, "cpus_per_worker"), (srv.memory_gb, "memory_gb_per_worker")):
+        if cap is None:
+            continue
+        terms = [(getattr(inst.jobs[jp], attr), v) for jp, v in pairs if getattr(inst.jobs[jp], attr)]
+        if terms:
+            m.Add(sum(int(math.ceil(c * S - 1e-6)) * v for c, v in terms) <= int(math.floor(cap * S + 1e-6)))
 
 
 def _micro(x: float | None) -> bool:

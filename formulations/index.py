@@ -95,8 +95,6 @@ class ProblemIndex:
     (those not aggregated into units)."""
     units: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """Aggregated classes: representative server position -> its servers."""
-    cutoff: float | None = None
-    """The objective of the known placement the candidates were pruned against."""
 
     @property
     def size(self) -> int:
@@ -247,7 +245,6 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         notes=notes,
         classes=[g for g in classes if g[0] not in members],
         units=members,
-        cutoff=cutoff if thresholds is not None else None,
     )
 
 
@@ -295,6 +292,9 @@ def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int
     worker on each then the rest where room is largest; a class where that fails is packed
     exactly by CP-SAT.  Returns the assignment (``None`` if some class cannot be packed)
     and the classes that needed CP-SAT or failed."""
+    from placement.state import State
+
+    st = State(instance)
     out: dict[str, dict[str, int]] = {}
     for (jp, sp), k in plain.items():
         if k > 0:
@@ -307,7 +307,7 @@ def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int
     failed = False
     for rep, items in by_unit.items():
         servers = list(index.units[rep])
-        packed = _pack_greedy(instance, servers, items)
+        packed = _pack_greedy(st, servers, items)
         if packed is None:
             hard.append(rep)
             packed = _pack_exact(instance, servers, items)
@@ -320,36 +320,27 @@ def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int
     return (None if failed else out), hard
 
 
-def _pack_greedy(instance: Instance, servers: list[int], items: list[tuple[int, int, int]]) -> dict[int, dict[int, int]] | None:
-    """Greedy packing of ``(job, workers, servers used)`` onto the class's ``servers``."""
-    gpus = np.array([instance.servers[sp].free_gpus for sp in servers], dtype=float)
-    cpus = np.array([instance.servers[sp].cpus or math.inf for sp in servers], dtype=float)
-    mem = np.array([instance.servers[sp].memory_gb or math.inf for sp in servers], dtype=float)
+def _pack_greedy(st, servers: list[int], items: list[tuple[int, int, int]]) -> dict[int, dict[int, int]] | None:
+    """Greedy packing of ``(job, workers, servers used)`` onto the class's ``servers``,
+    taking capacity from the shared state ``st`` (classes share no server, so a class that
+    fails leaves nothing behind that another class could see)."""
+    sps = np.asarray(servers, dtype=np.int64)
     result: dict[int, dict[int, int]] = {}
     for jp, w, u in sorted(items, key=lambda t: (-math.ceil(t[1] / t[2]), -t[1], t[0])):
-        job = instance.jobs[jp]
         if u > w or u > len(servers):
             return None
-        cpw, mpw = job.cpus_per_worker or 0.0, job.memory_gb_per_worker or 0.0
-        room = gpus.copy()
-        if cpw:
-            room = np.minimum(room, np.floor(cpus / cpw + 1e-9))
-        if mpw:
-            room = np.minimum(room, np.floor(mem / mpw + 1e-9))
-        order = sorted(range(len(servers)), key=lambda i: (-room[i], i))[:u]
-        if room[order[-1]] < 1 or room[order].sum() < w:
+        room = st.room(jp, sps)
+        order = sorted(range(len(servers)), key=lambda i: (-int(room[i]), i))[:u]
+        if room[order[-1]] < 1 or int(room[order].sum()) < w:
             return None
-        alloc = {i: 1 for i in order}
+        alloc = {servers[i]: 1 for i in order}
         left = w - u
         for i in order:
-            extra = int(min(left, room[i] - 1))
-            alloc[i] += extra
+            extra = min(left, int(room[i]) - 1)
+            alloc[servers[i]] += extra
             left -= extra
-        for i, k in alloc.items():
-            gpus[i] -= k
-            cpus[i] -= k * cpw
-            mem[i] -= k * mpw
-        result[jp] = {servers[i]: k for i, k in alloc.items()}
+        st.take(jp, {**st.release(jp), **alloc})  # the job may hold servers of other classes
+        result[jp] = alloc
     return result
 
 
@@ -357,6 +348,8 @@ def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, i
     """Exact packing of one class by CP-SAT (GPUs, and CPUs/memory at a 1e-6 resolution
     rounded against the packing)."""
     from ortools.sat.python import cp_model
+
+    from placement.formulations.cpsat import add_capacity_rows
 
     m = cp_model.CpModel()
     n: dict[tuple[int, int], object] = {}
@@ -371,16 +364,8 @@ def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, i
             bs.append(b)
         m.Add(sum(n[(jp, sp)] for sp in servers) == w)
         m.Add(sum(bs) == u)
-    S = 10**6
     for sp in servers:
-        srv = instance.servers[sp]
-        m.Add(sum(n[(jp, sp)] for jp, _, _ in items) <= srv.free_gpus)
-        for cap, attr in ((srv.cpus, "cpus_per_worker"), (srv.memory_gb, "memory_gb_per_worker")):
-            if cap is None:
-                continue
-            terms = [(getattr(instance.jobs[jp], attr), n[(jp, sp)]) for jp, _, _ in items if getattr(instance.jobs[jp], attr)]
-            if terms:
-                m.Add(sum(int(math.ceil(c * S - 1e-6)) * v for c, v in terms) <= int(math.floor(cap * S + 1e-6)))
+        add_capacity_rows(m, instance, sp, [(jp, n[(jp, sp)]) for jp, _, _ in items])
     # servers of a class are interchangeable: loads in non-increasing order
     loads = [sum(n[(jp, sp)] for jp, _, _ in items) for sp in servers]
     for a, b in zip(loads, loads[1:]):

@@ -397,6 +397,8 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
 def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
     """The solution on servers (``None`` if an aggregated class cannot be packed) and the
     classes that needed the exact packing."""
+    import pulp
+
     from placement.formulations.index import disaggregate
 
     units = b.index.units
@@ -405,16 +407,10 @@ def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | 
     for key, v in b.x.items():
         k = int(round(v.varValue or 0.0))
         if key[1] in units:
-            counts[key] = (k, int(round(pulp_value(b.used[key]))))
+            counts[key] = (k, int(round(pulp.value(b.used[key]) or 0.0)))
         else:
             plain[key] = k
     return disaggregate(instance, b.index, counts, plain)
-
-
-def pulp_value(expr: Any) -> float:
-    import pulp
-
-    return float(pulp.value(expr) or 0.0)
 
 
 def milp_highs(instance: Instance, opts: Options) -> Outcome:
