@@ -61,7 +61,7 @@ def _guard(fn: F) -> F:
 
 def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
     """A JSON document to ``output`` (by rename: never half-written) or to stdout."""
-    from placement.io import write_json_atomic
+    from placement.formats import write_json_atomic
 
     if output:
         write_json_atomic(output, doc)
@@ -143,7 +143,7 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
     """
     import placement
     from placement.instances import DEFAULT_INSTANCE
-    from placement.io import solution_to_dict
+    from placement.formats import solution_to_dict
 
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
@@ -237,7 +237,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 def methods(fmt: str) -> None:
     """List the methods in preference order, with their kind and availability."""
-    from placement.registry import REGISTRY
+    from placement.solving.registry import REGISTRY
 
     rows = [dict(m.as_dict()) for m in REGISTRY]
     if fmt == "json":
@@ -301,7 +301,7 @@ def _generate_options(fn: F) -> F:
 def generate(output: str | None, **kw: Any) -> None:
     """Generate a seeded instance; its `source` records this command to reproduce it."""
     from placement.instances.generate import GeneratorSpec, generate as gen
-    from placement.io import instance_to_dict
+    from placement.formats import instance_to_dict
 
     spec = GeneratorSpec(**kw)
     bad = spec.problems()
@@ -329,8 +329,8 @@ def generate(output: str | None, **kw: Any) -> None:
 def compare(instances: tuple[str, ...], methods: str, seeds: str, time_limits: str, threads: int, parallel: int | None,
             grace: float | None, out_dir: str, dask: str | None) -> None:
     """Compare methods on INSTANCES (files, folders or bundled names such as library/medium)."""
-    from placement.harness import compare as run_compare
-    from placement.registry import REGISTRY
+    from placement.compare.harness import compare as run_compare
+    from placement.solving.registry import REGISTRY
 
     def nums(text: str, kind: type, what: str) -> list[Any]:
         try:
@@ -342,14 +342,14 @@ def compare(instances: tuple[str, ...], methods: str, seeds: str, time_limits: s
         return vals
 
     names = [m.name for m in REGISTRY] if methods == "all" else [m.strip() for m in methods.split(",") if m.strip()]
-    from placement.registry import get_method
+    from placement.solving.registry import get_method
 
     for n in names:
         get_method(n)
     rows = run_compare(list(instances), names, seeds=nums(seeds, int, "seeds"), time_limits=nums(time_limits, float, "time-limits"),
                        threads=threads, parallel=parallel, out_dir=out_dir, dask=dask, grace_s=grace,
                        say=lambda m: click.echo(m, err=True))
-    from placement.report import summarise
+    from placement.compare.report import summarise
 
     for s in summarise(rows):
         click.echo(f"{s['method']:14s} solved {s['solved']}/{s['runs']}  optimal {s['optimal']}  "
@@ -369,7 +369,7 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     from pathlib import Path
 
     from placement.instances.slurm import instance_from_slurm
-    from placement.io import instance_to_dict
+    from placement.formats import instance_to_dict
 
     try:
         levels = [float(x) for x in level_gbps.split(",") if x.strip()]
@@ -407,7 +407,7 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
 
     import placement
     from placement import estimate as est
-    from placement.io import instance_to_dict, parse_json
+    from placement.formats import instance_to_dict, parse_json
 
     inst = placement.resolve_instance(instance)
     if jobs_file:
@@ -461,7 +461,7 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
 @_guard
 def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int) -> None:
     """Backtest the estimator on PAI per-worker files: fit on the first part, score on the rest."""
-    from placement.backtest import backtest_pai
+    from placement.estimate.backtest import backtest_pai
 
     r = backtest_pai(list(pai_files), train_fraction=train_fraction, time_limit_s=time_limit, seed=seed)
     click.echo(f"train {r.samples_train} samples, test {r.samples_test} samples (train fraction {r.train_fraction:g})")

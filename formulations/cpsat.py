@@ -7,14 +7,15 @@ bound on the true objective:
 
 - times are integers in units of ``time_unit_ms`` (a power of ten with the largest time
   at most 10^6 units); compute-time coefficients are rounded down;
-- probabilities are integers in units of ``1/PROB_UNITS``; the product chain
+- probabilities are integers in units of ``1/CPSAT_PROB_UNITS``; the product chain
   ``pi_m <= ceil(pi_{m-1} ceil(q R) / R)`` rounds up the probability that the job's
   maximum stays below a point, hence down its complement;
 - objective coefficients are rounded down after scaling by ``objective_scale``.
 
-The placement CP-SAT returns is re-evaluated exactly; ``optimal`` is claimed only when
-CP-SAT proved optimality *and* the exact objective is within ``OPTIMAL_RTOL`` of the
-scaled-back bound.  Determinism: one worker by default (``threads=1``), deterministic for
+The placement CP-SAT returns is re-evaluated exactly by the wrapper of every backend
+(:mod:`placement.methods.exact`); ``optimal`` is claimed only when the exact objective is
+within ``CPSAT_OPTIMAL_RTOL`` of the scaled-back bound, and infeasibility only when the
+integer capacity rows are exact (:func:`placement.problem.rules.exact_in_units`).  Determinism: one worker by default (``threads=1``), deterministic for
 a seed when the run ends before the wall-clock limit; with ``threads > 1`` the workers run
 ``interleave_search``, CP-SAT's deterministic schedule.
 """
@@ -22,22 +23,18 @@ a seed when the run ends before the wall-clock limit; with ``threads > 1`` the w
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
-from placement.model import Assignment, Instance
-from placement.registry import Options, Outcome
+from placement.model.records import Assignment, Instance
+from placement.model.tolerances import CPSAT_OPTIMAL_RTOL, CPSAT_PROB_UNITS, TIE_RTOL
+from placement.problem.rules import RESOURCES, capacity_units, demand_units, exact_in_units
+from placement.solving.backend import BackendResult, Termination
+from placement.solving.budget import Budget
 
-__all__ = ["cpsat", "Scale", "PROB_UNITS", "OPTIMAL_RTOL"]
+__all__ = ["CpSatBackend", "Scale", "add_capacity_rows", "STATUS_TABLE"]
 
-PROB_UNITS = 10**4
-"""Probability resolution of the product chain and of ``P(max >= t)``: 1e-4.  Finer units make
-the domains too large for CP-SAT to prove optimality (1e-5: 20 s without proof on a
-4-server instance that 1e-4 proves in 5 s)."""
-OPTIMAL_RTOL = 1e-4
-"""Largest relative distance between exact objective and bound for ``optimal``."""
 _MAX_ACTIVITY = 2**61
 
 
@@ -73,7 +70,7 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
 
     m = cp_model.CpModel()
     inst = index.instance
-    R = PROB_UNITS
+    R = CPSAT_PROB_UNITS
     x: dict[tuple[int, int], object] = {}
     placed: dict[int, object] = {}
     obj_terms: list[tuple[int, object]] = []
@@ -131,7 +128,7 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
                 m.Add(tau >= scale.time_floor(float(j.scen_floor[s])) * p)
                 for i in range(len(ys)):
                     v = float(j.scen_time[i, s])
-                    if v > j.scen_floor[s] * (1 + 1e-12):
+                    if v > j.scen_floor[s] * (1 + TIE_RTOL):
                         m.Add(tau >= scale.time_floor(v) * ys[i])
                 exp_terms.append((float(ps) * scale.time_unit_ms, tau))
         else:
@@ -182,121 +179,93 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
 
 
 def add_capacity_rows(m: Any, inst: Instance, sp: int, pairs: list[tuple[int, Any]]) -> None:
-    """Server ``sp``'s GPU, CPU and memory rows over ``(job position, worker variable)``:
-    exact at a resolution of 1e-6 (values with more decimals are rounded against the
-    placement: demand up, capacity down)."""
+    """Server ``sp``'s GPU, CPU and memory rows over ``(job position, worker variable)``, in
+    the integer units of :func:`placement.problem.rules.demand_units` (exact at the
+    capacity resolution; finer values are rounded against the placement)."""
     srv = inst.servers[sp]
     m.Add(sum(v for _, v in pairs) <= srv.free_gpus)
-    S = 10**6
-    for cap, attr in ((srv.cpus, "cpus_per_worker"), (srv.memory_gb, "memory_gb_per_worker")):
+    for field, per in RESOURCES:
+        cap = getattr(srv, field)
         if cap is None:
             continue
-        terms = [(getattr(inst.jobs[jp], attr), v) for jp, v in pairs if getattr(inst.jobs[jp], attr)]
+        terms = [(getattr(inst.jobs[jp], per), v) for jp, v in pairs if getattr(inst.jobs[jp], per)]
         if terms:
-            m.Add(sum(int(math.ceil(c * S - 1e-6)) * v for c, v in terms) <= int(math.floor(cap * S + 1e-6)))
+            m.Add(sum(demand_units(c) * v for c, v in terms) <= capacity_units(cap))
 
 
-def _micro(x: float | None) -> bool:
-    return x is None or abs(x * 10**6 - round(x * 10**6)) <= 1e-6
+STATUS_TABLE = {
+    "OPTIMAL": Termination.OPTIMAL,
+    "FEASIBLE": Termination.FEASIBLE,
+    "INFEASIBLE": Termination.INFEASIBLE,
+    "UNKNOWN": Termination.NO_SOLUTION,
+    "MODEL_INVALID": Termination.ERROR,
+}
+"""CP-SAT's status names -> :class:`~placement.solving.backend.Termination` (any other: error)."""
 
 
-def _exact_capacities(instance: Instance) -> bool:
-    """CPU and memory rows are exact when every value has at most 6 decimals."""
-    return all(_micro(s.cpus) and _micro(s.memory_gb) for s in instance.servers) and all(
-        _micro(j.cpus_per_worker) and _micro(j.memory_gb_per_worker) for j in instance.jobs
-    )
+class CpSatBackend:
+    """CP-SAT on the exact model in integer units: builds, solves (two phases with
+    ``best_effort``: most weight, then least objective at that weight) and maps back."""
 
+    name = "cpsat"
+    trust_status = False
+    optimal_rtol = CPSAT_OPTIMAL_RTOL
 
-def cpsat(instance: Instance, opts: Options) -> Outcome:
-    from ortools import __version__ as ortools_version
-    from ortools.sat.python import cp_model
+    def version(self) -> str:
+        from ortools import __version__ as ortools_version
 
-    t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
-    start = opts.start
-    path = ["cpsat"]
-    if start is None:
-        from placement.heuristics import greedy
+        return f"ortools {ortools_version}"
 
-        g = greedy(instance, opts)
-        start = g.assignment
-        path.append("hint:greedy" if start is not None else "hint:none")
-    from placement.evaluate import evaluate
+    def run(self, instance: Instance, *, start: Assignment | None, cutoff: float | None, budget: Budget,
+            seed: int, threads: int) -> BackendResult:
+        from ortools.sat.python import cp_model
 
-    # candidates that cannot beat the hint are pruned; the hint itself stays feasible
-    cutoff = evaluate(instance, start).objective if start is not None and instance.admission == "all" else None
-    index = index_instance(instance, cutoff=cutoff)
-    path += index.notes
-    scale = Scale.for_index(index)
-    m, x, placed, obj_terms, weight_terms = _build(index, scale, start)
-    version = f"ortools {ortools_version}"
-    notes = f"time unit {scale.time_unit_ms:g} ms, probability unit 1e-4, objective scale {scale.objective_scale:g}/ms"
+        index = index_instance(instance, cutoff=cutoff)
+        path = list(index.notes)
+        scale = Scale.for_index(index)
+        m, x, placed, obj_terms, weight_terms = _build(index, scale, start)
+        notes = (f"time unit {scale.time_unit_ms:g} ms, probability unit {1 / CPSAT_PROB_UNITS:g}, "
+                 f"objective scale {scale.objective_scale:g}/ms")
+        exact = exact_in_units(instance)
 
-    def solver(left: float):
-        s = cp_model.CpSolver()
-        s.parameters.max_time_in_seconds = max(0.05, left)
-        s.parameters.num_workers = opts.threads
-        s.parameters.random_seed = opts.seed
-        if opts.threads > 1:
-            s.parameters.interleave_search = True
-        return s
+        def solver() -> Any:
+            s = cp_model.CpSolver()
+            s.parameters.max_time_in_seconds = max(0.05, budget.left())
+            s.parameters.num_workers = threads
+            s.parameters.random_seed = seed
+            if threads > 1:
+                s.parameters.interleave_search = True
+            return s
 
-    if index.best_effort:
-        m.Maximize(sum(c * v for c, v in weight_terms))
-        s1 = solver(t_end - time.monotonic())
-        st1 = s1.Solve(m)
-        path.append(f"phase1(weight):{s1.StatusName(st1)}")
-        if st1 not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Outcome(start, path=path, backend="cpsat", backend_version=version,
-                           message="CP-SAT found no placement; returned the hint" if start else "no placement found")
-        best_w = int(round(s1.ObjectiveValue()))
-        proven_w = st1 == cp_model.OPTIMAL
-        m.ClearObjective()
-        m.Add(sum(c * v for c, v in weight_terms) >= best_w)
-        m.ClearHints()
-        for v in x.values():
-            m.AddHint(v, s1.Value(v))
-    m.Minimize(sum(c * v for c, v in obj_terms))
-    s = solver(t_end - time.monotonic())
-    st = s.Solve(m)
-    path.append(f"solve:{s.StatusName(st)}")
-    if st == cp_model.INFEASIBLE and cutoff is not None:
-        # the hint lies in the pruned model; only the rounding of a deadline row gets here
-        return Outcome(start, path=path + ["returned hint"], backend="cpsat", backend_version=version,
-                       message="the pruned model was reported infeasible; returned the hint")
-    if st == cp_model.INFEASIBLE:
-        # the integer model only relaxes the objective; capacities are exact or stricter
-        return Outcome(None, infeasible=_exact_capacities(instance) and not index.best_effort, path=path,
-                       backend="cpsat", backend_version=version)
-    if st not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Outcome(start, path=path + (["returned hint"] if start else []), backend="cpsat", backend_version=version,
-                       message=f"CP-SAT ended {s.StatusName(st)}" + ("; returned the hint" if start else ""))
-    assignment: dict[str, dict[str, int]] = {}
-    for (jp, sp), v in x.items():
-        k = int(s.Value(v))
-        if k > 0:
-            assignment.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
-    bound = float(s.BestObjectiveBound()) / scale.objective_scale
-    if cutoff is not None:
-        bound = min(bound, cutoff)  # pruned placements are no better than the hint
-    from placement.validate import validate
+        def termination(s: Any, code: Any) -> Termination:
+            return STATUS_TABLE.get(s.StatusName(code), Termination.ERROR)
 
-    if validate(instance, assignment):
-        # only a relaxed deadline row can let this happen: fall back to the hint
-        path.append("invalid after rounding: returned hint")
-        return Outcome(start, bound=bound if not index.best_effort else None, path=path, backend="cpsat",
-                       backend_version=version, message=notes)
-    from placement.solve import best_placement
-
-    if best_placement(instance, assignment, start)[0] == 1:
-        path.append("hint better than incumbent: returned hint")
-        assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
-    true = evaluate(instance, assignment).objective
-    optimal = (st == cp_model.OPTIMAL and true - bound <= OPTIMAL_RTOL * max(1.0, abs(true))
-               and _exact_capacities(instance))
-    if index.best_effort:
-        optimal = optimal and proven_w
-        bound = bound if optimal else None
-    msg = notes
-    if st == cp_model.OPTIMAL and not optimal and not index.best_effort:
-        msg += f"; CP-SAT optimal for the integer model, exact gap {true - bound:.3g} above tolerance"
-    return Outcome(assignment, optimal=optimal, bound=bound, path=path, backend="cpsat", backend_version=version, message=msg)
+        proven_w = True
+        if index.best_effort:
+            m.Maximize(sum(c * v for c, v in weight_terms))
+            s1 = solver()
+            t1 = termination(s1, s1.Solve(m))
+            path.append(f"phase1(weight):{t1}")
+            if t1 not in (Termination.OPTIMAL, Termination.FEASIBLE):
+                return BackendResult(Termination.NO_SOLUTION, path=path, exact=exact,
+                                     message="CP-SAT found no placement of the most weight")
+            best_w = int(round(s1.ObjectiveValue()))
+            proven_w = t1 is Termination.OPTIMAL
+            m.ClearObjective()
+            m.Add(sum(c * v for c, v in weight_terms) >= best_w)
+            m.ClearHints()
+            for v in x.values():
+                m.AddHint(v, s1.Value(v))
+        m.Minimize(sum(c * v for c, v in obj_terms))
+        s = solver()
+        t = termination(s, s.Solve(m))
+        path.append(f"solve:{t}")
+        if t not in (Termination.OPTIMAL, Termination.FEASIBLE):
+            return BackendResult(t, path=path, exact=exact, weight_proven=proven_w, message=notes)
+        assignment: dict[str, dict[str, int]] = {}
+        for (jp, sp), v in x.items():
+            k = int(s.Value(v))
+            if k > 0:
+                assignment.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
+        bound = float(s.BestObjectiveBound()) / scale.objective_scale
+        return BackendResult(t, assignment, bound=bound, weight_proven=proven_w, exact=exact, path=path, message=notes)

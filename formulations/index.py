@@ -14,21 +14,25 @@ Both formulations are exact: no approximation error.
 Two reductions (``index_instance(cutoff=..., aggregate=...)``): job-server pairs that cannot
 be part of a placement better than a known one are pruned, and classes of interchangeable
 servers can be aggregated into *units* of ``mult`` servers (a relaxation whose solutions
-:func:`disaggregate` maps back to servers).
+:func:`placement.formulations.packing.disaggregate` maps back to servers).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.evaluate import comm_ms, job_weight_factor
-from placement.model import Instance, Slowdown
+from placement.evaluation.bounds import job_lower_bound
+from placement.model.records import Instance, Job
+from placement.model.tolerances import TIE_RTOL
+from placement.problem.arrays import arrays_of
+from placement.problem.rules import comm_ms, deadline_limit_ms, singled_out_servers, weight_factor
+from placement.problem.state import State
+from placement.problem.topology import Cluster, cluster_of
 
-__all__ = ["Home", "JobIndex", "ProblemIndex", "index_instance", "prune_thresholds", "disaggregate", "without_slowdowns"]
+__all__ = ["Home", "JobIndex", "ProblemIndex", "index_instance", "prune_thresholds", "server_classes"]
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,7 @@ class ProblemIndex:
         return total
 
 
-def without_slowdowns(instance: Instance) -> Instance:
-    """The same instance with every slowdown set to 1 (for the straggler-oblivious
-    ``comm_optimal`` baseline)."""
-    servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in instance.servers)
-    jobs = tuple(dataclasses.replace(j, slowdown={}) for j in instance.jobs)
-    return instance.replace(servers=servers, jobs=jobs, scenarios=None)
-
-
-def _homes(job, cl, instance: Instance, sps: np.ndarray, cap: np.ndarray, mult: np.ndarray) -> list[Home]:
+def _homes(job: Job, cl: Cluster, instance: Instance, sps: np.ndarray, cap: np.ndarray, mult: np.ndarray) -> list[Home]:
     """The job's homes over its units ``sps`` (a unit is a server, or a class of ``mult``
     interchangeable servers represented by its first)."""
     local = {int(sp): i for i, sp in enumerate(sps)}
@@ -156,13 +152,12 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
     ``aggregate``: each class of interchangeable servers (:func:`server_classes`) becomes
     one *unit* of ``mult`` servers (represented by its first server) on which a job chooses
     how many servers and workers it uses; the model is then a relaxation (a class's
-    capacity is pooled), solutions are mapped back to servers by :func:`disaggregate`.
+    capacity is pooled), solutions are mapped back to servers by
+    :func:`placement.formulations.packing.disaggregate`.
     """
-    from placement.state import State
-
     st = State(instance)
-    ev = instance.eval_index
-    cl = instance.cluster
+    ev = arrays_of(instance)
+    cl = cluster_of(instance)
     probs = None if ev.scenario_probs is None else np.asarray(ev.scenario_probs)
     classes = server_classes(instance)
     members: dict[int, tuple[int, ...]] = {}
@@ -199,8 +194,8 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         a = np.array([ev.a(jp, int(sp)) for sp in sps])
         ji = JobIndex(
             jp=jp, job_id=job.id, workers=job.workers, weight=job.weight,
-            factor=job_weight_factor(instance, job), servers=sps, cap=cap, a=a, homes=homes,
-            time_limit_ms=None if job.deadline_s is None else job.deadline_s * 1000.0 / (job.iterations or 1),
+            factor=weight_factor(instance, job), servers=sps, cap=cap, a=a, homes=homes,
+            time_limit_ms=deadline_limit_ms(job),
             mult=mult, max_servers=job.max_servers,
         )
         if len(sps) == 0:
@@ -221,7 +216,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             for i, (v, p) in enumerate(dists):
                 cdf = np.concatenate(([0.0], np.cumsum(p)))
                 # P(a S < t) = sum of probs of values with a v < t (relative tie tolerance)
-                k = np.searchsorted(a[i] * v, t * (1 - 1e-12), side="left")
+                k = np.searchsorted(a[i] * v, t * (1 - TIE_RTOL), side="left")
                 q[:, i] = np.minimum(cdf[k], 1.0)
             q[q > 1 - 1e-15] = 1.0
             ji.t = t
@@ -254,10 +249,8 @@ def prune_thresholds(instance: Instance, cutoff: float) -> np.ndarray:
     (:func:`placement.evaluate.job_lower_bound`) and ``f`` the objective factors.  Using
     a server ``n`` costs job ``j`` at least ``E[a_jn S_n]`` plus its cheapest all-reduce,
     since the expected maximum is at least each used server's expectation."""
-    from placement.evaluate import job_lower_bound
-
     lbs = np.array([job_lower_bound(instance, jp) for jp in range(len(instance.jobs))], dtype=float)
-    f = np.array([job_weight_factor(instance, j) for j in instance.jobs], dtype=float)
+    f = np.array([weight_factor(instance, j) for j in instance.jobs], dtype=float)
     if not np.isfinite(lbs).all():
         return np.full(len(lbs), math.inf)
     rest = float(f @ lbs) - f * lbs
@@ -266,11 +259,8 @@ def prune_thresholds(instance: Instance, cutoff: float) -> np.ndarray:
 
 def server_classes(instance: Instance) -> list[list[int]]:
     """Interchangeable servers (see :attr:`ProblemIndex.classes`), in instance order."""
-    singled = set()
-    for j in instance.jobs:
-        singled.update(j.allowed_servers or ())
-        singled.update(j.slowdown)
-    cl = instance.cluster
+    singled = singled_out_servers(instance)
+    cl = cluster_of(instance)
     table = instance.scenarios.slowdowns if instance.scenarios is not None else {}
     groups: dict[tuple, list[int]] = {}
     for sp, s in enumerate(instance.servers):
@@ -280,104 +270,3 @@ def server_classes(instance: Instance) -> list[list[int]]:
                s.intra_bandwidth_gbps, tuple(table.get(s.id, ())))
         groups.setdefault(key, []).append(sp)
     return [g for g in groups.values() if len(g) >= 2]
-
-
-def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int, int], tuple[int, int]],
-                 plain: dict[tuple[int, int], int]) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
-    """Map an aggregated model's solution back to servers.
-
-    ``counts[(job, unit)] = (workers, servers used)`` for every aggregated unit, ``plain``
-    the workers on ordinary servers.  Each class is packed on its own: jobs with the
-    biggest per-server share first, each onto the servers with the most room for it, one
-    worker on each then the rest where room is largest; a class where that fails is packed
-    exactly by CP-SAT.  Returns the assignment (``None`` if some class cannot be packed)
-    and the classes that needed CP-SAT or failed."""
-    from placement.state import State
-
-    st = State(instance)
-    out: dict[str, dict[str, int]] = {}
-    for (jp, sp), k in plain.items():
-        if k > 0:
-            out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
-    hard: list[int] = []
-    by_unit: dict[int, list[tuple[int, int, int]]] = {}
-    for (jp, rep), (w, u) in counts.items():
-        if w > 0:
-            by_unit.setdefault(rep, []).append((jp, w, u))
-    failed = False
-    for rep, items in by_unit.items():
-        servers = list(index.units[rep])
-        packed = _pack_greedy(st, servers, items)
-        if packed is None:
-            hard.append(rep)
-            packed = _pack_exact(instance, servers, items)
-        if packed is None:
-            failed = True
-            continue
-        for jp, alloc in packed.items():
-            for sp, k in alloc.items():
-                out.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
-    return (None if failed else out), hard
-
-
-def _pack_greedy(st, servers: list[int], items: list[tuple[int, int, int]]) -> dict[int, dict[int, int]] | None:
-    """Greedy packing of ``(job, workers, servers used)`` onto the class's ``servers``,
-    taking capacity from the shared state ``st`` (classes share no server, so a class that
-    fails leaves nothing behind that another class could see)."""
-    sps = np.asarray(servers, dtype=np.int64)
-    result: dict[int, dict[int, int]] = {}
-    for jp, w, u in sorted(items, key=lambda t: (-math.ceil(t[1] / t[2]), -t[1], t[0])):
-        if u > w or u > len(servers):
-            return None
-        room = st.room(jp, sps)
-        order = sorted(range(len(servers)), key=lambda i: (-int(room[i]), i))[:u]
-        if room[order[-1]] < 1 or int(room[order].sum()) < w:
-            return None
-        alloc = {servers[i]: 1 for i in order}
-        left = w - u
-        for i in order:
-            extra = min(left, int(room[i]) - 1)
-            alloc[servers[i]] += extra
-            left -= extra
-        st.take(jp, {**st.release(jp), **alloc})  # the job may hold servers of other classes
-        result[jp] = alloc
-    return result
-
-
-def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, int, int]], limit_s: float = 2.0) -> dict[int, dict[int, int]] | None:
-    """Exact packing of one class by CP-SAT (GPUs, and CPUs/memory at a 1e-6 resolution
-    rounded against the packing)."""
-    from ortools.sat.python import cp_model
-
-    from placement.formulations.cpsat import add_capacity_rows
-
-    m = cp_model.CpModel()
-    n: dict[tuple[int, int], object] = {}
-    for jp, w, u in items:
-        bs = []
-        for sp in servers:
-            v = m.NewIntVar(0, w, f"n_{jp}_{sp}")
-            b = m.NewBoolVar(f"b_{jp}_{sp}")
-            m.Add(v >= 1).OnlyEnforceIf(b)
-            m.Add(v == 0).OnlyEnforceIf(b.Not())
-            n[(jp, sp)] = v
-            bs.append(b)
-        m.Add(sum(n[(jp, sp)] for sp in servers) == w)
-        m.Add(sum(bs) == u)
-    for sp in servers:
-        add_capacity_rows(m, instance, sp, [(jp, n[(jp, sp)]) for jp, _, _ in items])
-    # servers of a class are interchangeable: loads in non-increasing order
-    loads = [sum(n[(jp, sp)] for jp, _, _ in items) for sp in servers]
-    for a, b in zip(loads, loads[1:]):
-        m.Add(a >= b)
-    s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = limit_s
-    s.parameters.num_workers = 1
-    if s.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    out: dict[int, dict[int, int]] = {}
-    for (jp, sp), v in n.items():
-        k = int(s.Value(v))
-        if k:
-            out.setdefault(jp, {})[sp] = k
-    return out

@@ -12,7 +12,7 @@ all-reduce time is paid, and the expected maximum:
   ``G_k >= y_n`` where ``q_nk = 0``.
 
 Both are exact, so the solver's dual bound is a bound on the true objective up to the
-solver's tolerances (HiGHS/CBC feasibility 1e-6, stopping gap ``GAP_REL``).  Admission
+solver's tolerances (HiGHS/CBC feasibility 1e-6, stopping gap ``MILP_GAP_REL``).  Admission
 ``best_effort`` is solved in two phases: most weight, then least objective at that weight.
 """
 
@@ -28,14 +28,16 @@ from importlib import metadata
 from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
+from placement.formulations.packing import disaggregate
 from placement.formulations.quiet import native_stdout_silenced
-from placement.model import Assignment, Instance
-from placement.registry import Options, Outcome
+from placement.model.records import Assignment, Instance
+from placement.model.tolerances import MILP_GAP_REL, TIE_RTOL
+from placement.problem.rules import RESOURCES
+from placement.problem.topology import cluster_of
+from placement.solving.backend import BackendResult, Termination
+from placement.solving.budget import Budget
 
-__all__ = ["milp_highs", "milp_cbc", "build", "GAP_REL", "STATUS_TABLE"]
-
-GAP_REL = 1e-6
-"""Relative gap at which the MILP solvers stop and the result counts as optimal."""
+__all__ = ["MilpBackend", "build", "STATUS_TABLE"]
 
 
 @dataclass
@@ -134,7 +136,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 prob += tau >= float(j.scen_floor[s]) * p
                 for i in range(len(ys)):
                     v = float(j.scen_time[i, s])
-                    if v > j.scen_floor[s] * (1 + 1e-12):
+                    if v > j.scen_floor[s] * (1 + TIE_RTOL):
                         prob += tau >= v * ys[i]
                 taus.append(float(ps) * tau)
             expected = pulp.lpSum(taus)
@@ -174,27 +176,25 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
         srv = inst.servers[sp]
         n = len(index.units.get(sp, (sp,)))  # an aggregated class pools its capacity
         prob += pulp.lpSum(v for _, v in pairs) <= n * srv.free_gpus
-        if srv.cpus is not None:
-            terms = [(inst.jobs[jp].cpus_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].cpus_per_worker]
-            if terms:
-                prob += pulp.lpSum(terms) <= n * srv.cpus
-        if srv.memory_gb is not None:
-            terms = [(inst.jobs[jp].memory_gb_per_worker or 0.0) * v for jp, v in pairs if inst.jobs[jp].memory_gb_per_worker]
-            if terms:
-                prob += pulp.lpSum(terms) <= n * srv.memory_gb
+        for field, per in RESOURCES:
+            cap = getattr(srv, field)
+            terms = [getattr(inst.jobs[jp], per) * v for jp, v in pairs if getattr(inst.jobs[jp], per)]
+            if cap is not None and terms:
+                prob += pulp.lpSum(terms) <= n * cap
     return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints)
 
 
-# (status, sol_status) of PuLP -> ours.  sol_status is the one that tells "integer feasible".
-STATUS_TABLE: dict[tuple[int, int], str] = {
-    (1, 1): "optimal",      # LpStatusOptimal, LpSolutionOptimal
-    (1, 2): "feasible",     # LpStatusOptimal, LpSolutionIntegerFeasible: stopped on a limit
-    (-1, -1): "infeasible",
-    (-1, 0): "infeasible",
-    (0, 0): "no_solution",  # not solved (time limit, no incumbent)
-    (-2, -2): "error",      # unbounded: a modelling error, never expected
-    (-3, 0): "error",
+STATUS_TABLE: dict[tuple[int, int], Termination] = {
+    (1, 1): Termination.OPTIMAL,       # LpStatusOptimal, LpSolutionOptimal
+    (1, 2): Termination.FEASIBLE,      # LpStatusOptimal, LpSolutionIntegerFeasible: stopped on a limit
+    (-1, -1): Termination.INFEASIBLE,
+    (-1, 0): Termination.INFEASIBLE,
+    (0, 0): Termination.NO_SOLUTION,   # not solved (time limit, no incumbent)
+    (-2, -2): Termination.ERROR,       # unbounded: a modelling error, never expected
+    (-3, 0): Termination.ERROR,
 }
+"""PuLP's ``(status, sol_status)`` -> :class:`~placement.solving.backend.Termination` (any
+other pair: error).  ``sol_status`` is the one that tells "integer feasible"."""
 
 
 def _solver(backend: str, time_left: float, threads: int, log: str | None, warm: bool) -> Any:
@@ -202,8 +202,8 @@ def _solver(backend: str, time_left: float, threads: int, log: str | None, warm:
 
     t = max(0.05, time_left)
     if backend == "highs":
-        return _warm_highs()(warm, msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, random_seed=0)
-    return pulp.PULP_CBC_CMD(msg=False, timeLimit=t, threads=threads, gapRel=GAP_REL, logPath=log, warmStart=warm)
+        return _warm_highs()(warm, msg=False, timeLimit=t, threads=threads, gapRel=MILP_GAP_REL, random_seed=0)
+    return pulp.PULP_CBC_CMD(msg=False, timeLimit=t, threads=threads, gapRel=MILP_GAP_REL, logPath=log, warmStart=warm)
 
 
 def _warm_highs() -> type:
@@ -229,7 +229,7 @@ def _warm_highs() -> type:
     return WarmHiGHS
 
 
-def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None:
+def _bound(backend: str, b: Built, log: str | None, status: Termination) -> float | None:
     if backend == "highs":
         try:
             v = float(b.prob.solverModel.getInfo().mip_dual_bound)
@@ -242,7 +242,7 @@ def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None
     m = re.findall(r"Lower bound:\s*([-+0-9.eE]+)", text)
     if m:
         return float(m[-1])
-    if status == "optimal":
+    if status is Termination.OPTIMAL:
         m = re.findall(r"Objective value:\s*([-+0-9.eE]+)", text)
         if m:
             return float(m[-1])
@@ -250,8 +250,8 @@ def _bound(backend: str, b: Built, log: str | None, status: str) -> float | None
 
 
 def _solve(index: ProblemIndex, backend: str, t_end: float, threads: int, start: Assignment | None,
-           path: list[str]) -> tuple[str, Built, float | None, bool]:
-    """Build and solve ``index``: (status, model, solver bound, weight proven)."""
+           path: list[str]) -> tuple[Termination, Built, float | None, bool]:
+    """Build and solve ``index``: (termination, model, solver bound, weight proven)."""
     import pulp
 
     t0 = time.monotonic()
@@ -266,104 +266,86 @@ def _solve(index: ProblemIndex, backend: str, t_end: float, threads: int, start:
     if backend == "cbc":
         fd, log = tempfile.mkstemp(prefix="placement-cbc-", suffix=".log")
         os.close(fd)
+
+    def termination() -> Termination:
+        return STATUS_TABLE.get((b.prob.status, b.prob.sol_status), Termination.ERROR)
+
     try:
         proven_w = True
         if index.best_effort:
             b.prob.setObjective(-1 * b.weight)
             with native_stdout_silenced():
                 b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, start is not None))
-            st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+            st = termination()
             path.append(f"phase1(weight):{st}")
-            if st not in ("optimal", "feasible"):
+            if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
                 return st, b, None, False
             w_star = float(pulp.value(b.weight) or 0.0)
-            proven_w = st == "optimal"
+            proven_w = st is Termination.OPTIMAL
             b.prob += b.weight >= w_star - 1e-6, "keep_weight"
         b.prob.setObjective(b.objective)
         with native_stdout_silenced():
             b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, True))
-        st = STATUS_TABLE.get((b.prob.status, b.prob.sol_status), "error")
+        st = termination()
         path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
-        return st, b, (None if st == "infeasible" else _bound(backend, b, log, st)), proven_w
+        return st, b, (None if st is Termination.INFEASIBLE else _bound(backend, b, log, st)), proven_w
     finally:
         if log and os.path.exists(log):
             os.unlink(log)
 
 
-def _run(instance: Instance, opts: Options, backend: str, *, prune: bool = True, aggregate: bool = True,
-         warm: bool = True) -> Outcome:
-    """Prune against the start, aggregate interchangeable servers, solve, map back to
-    servers (falling back on the unaggregated model when a class cannot be packed).
-    ``prune``/``aggregate``/``warm`` off give the plain model without a start handed to the
-    solver (for ``placement.bench reductions``)."""
-    import pulp
+class MilpBackend:
+    """The exact MILP through PuLP, solved by HiGHS (``"highs"``) or CBC (``"cbc"``).
 
-    from placement.evaluate import evaluate
-    from placement.solve import best_placement
+    Aggregates interchangeable servers into classes (``aggregate``), hands the solver the
+    start as its first incumbent (``warm``), solves, and maps back to servers, falling back
+    on the unaggregated model when a class cannot be packed.  ``aggregate``/``warm`` off
+    give the plain model (for ``placement.bench reductions``)."""
 
-    t_end = opts.deadline if opts.deadline else time.monotonic() + opts.time_limit_s
-    version = f"pulp {pulp.__version__}, " + (
-        f"highspy {metadata.version('highspy')}" if backend == "highs" else "CBC (bundled with PuLP)"
-    )
-    name = f"milp_{backend}"
-    path = [name]
-    start = opts.start
-    if start is None:
-        from placement.heuristics import greedy
+    trust_status = True
+    optimal_rtol = MILP_GAP_REL
 
-        start = greedy(instance, opts).assignment
-        path.append("start:greedy" if start is not None else "start:none")
-    cutoff = None
-    if prune and start is not None and instance.admission == "all":
-        cutoff = evaluate(instance, start).objective
-    index = index_instance(instance, cutoff=cutoff, aggregate=aggregate)
-    path += index.notes
-    bound: float | None = None
-    assignment = None
-    while True:
-        st, b, solver_bound, proven_w = _solve(index, backend, t_end, opts.threads, start if warm else None, path)
-        if solver_bound is not None:
-            bound = solver_bound if bound is None else max(bound, solver_bound)
-        if st == "infeasible":
-            if cutoff is not None:
-                # the start lies in the pruned model, so only numerical trouble gets here
-                return Outcome(start, path=path + ["returned start"], backend=name, backend_version=version,
-                               message="the pruned model was reported infeasible; returned the start")
-            return Outcome(None, infeasible=not index.best_effort, path=path, backend=name, backend_version=version)
-        if st not in ("optimal", "feasible"):
-            break
-        assignment, hard = _extract(b, instance)
-        if hard:
-            path.append(f"{len(hard)} class(es) packed by CP-SAT")
-        if assignment is not None or not index.units or time.monotonic() > t_end - 0.5:
-            break
-        path.append("a class could not be packed: unaggregated model")
-        index = index_instance(instance, cutoff=cutoff, aggregate=False)
-    if cutoff is not None and bound is not None:
-        bound = min(bound, cutoff)  # pruned placements are no better than the start
-    if assignment is None:
-        # no incumbent within the limit: the start is still a placement
-        if start is not None:
-            path.append("returned start")
-        return Outcome(start, bound=None if index.best_effort else bound, path=path, backend=name,
-                       backend_version=version, message=f"solver ended {st} without a placement")
-    if st != "optimal" and best_placement(instance, assignment, start)[0] == 1:
-        path.append("start better than incumbent: returned start")
-        assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
-    optimal = st == "optimal" and proven_w
-    if not optimal and bound is not None and cutoff is not None:
-        true = evaluate(instance, assignment).objective
-        optimal = true - bound <= GAP_REL * max(1.0, abs(true))
-    if index.best_effort and not optimal:
-        bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
-    return Outcome(assignment, optimal=optimal, bound=bound, path=path, backend=name, backend_version=version)
+    def __init__(self, solver: str, *, aggregate: bool = True, warm: bool = True) -> None:
+        if solver not in ("highs", "cbc"):
+            raise ValueError(f"The 'solver' parameter of MilpBackend must be 'highs' or 'cbc'. Got {solver!r} instead.")
+        self.solver, self.aggregate, self.warm = solver, aggregate, warm
+        self.name = f"milp_{solver}"
+
+    def version(self) -> str:
+        import pulp
+
+        return f"pulp {pulp.__version__}, " + (
+            f"highspy {metadata.version('highspy')}" if self.solver == "highs" else "CBC (bundled with PuLP)"
+        )
+
+    def run(self, instance: Instance, *, start: Assignment | None, cutoff: float | None, budget: Budget,
+            seed: int, threads: int) -> BackendResult:
+        index = index_instance(instance, cutoff=cutoff, aggregate=self.aggregate)
+        path = list(index.notes)
+        bound: float | None = None
+        assignment = None
+        while True:
+            st, b, solver_bound, proven_w = _solve(index, self.solver, budget.end, threads,
+                                                   start if self.warm else None, path)
+            if solver_bound is not None:
+                bound = solver_bound if bound is None else max(bound, solver_bound)
+            if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
+                break
+            assignment, hard = _extract(b, instance)
+            if hard:
+                path.append(f"{len(hard)} class(es) packed by CP-SAT")
+            if assignment is not None or not index.units or budget.left() < 0.5:
+                break
+            path.append("a class could not be packed: unaggregated model")
+            index = index_instance(instance, cutoff=cutoff, aggregate=False)
+        return BackendResult(st, assignment, bound=bound, weight_proven=proven_w, path=path)
 
 
 def _warm(b: Built, instance: Instance, start: Assignment) -> None:
     """Initial values of every integer variable from ``start`` (workers, use, bits of the
     servers used per class, home); the solver completes the continuous ones."""
     units = b.index.units
-    cl = instance.cluster
+    cl = cluster_of(instance)
     for j in b.index.jobs:
         alloc = start.get(j.job_id, {})
         if j.jp not in b.ints:
@@ -399,8 +381,6 @@ def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | 
     classes that needed the exact packing."""
     import pulp
 
-    from placement.formulations.index import disaggregate
-
     units = b.index.units
     plain: dict[tuple[int, int], int] = {}
     counts: dict[tuple[int, int], tuple[int, int]] = {}
@@ -411,14 +391,3 @@ def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | 
         else:
             plain[key] = k
     return disaggregate(instance, b.index, counts, plain)
-
-
-def milp_highs(instance: Instance, opts: Options) -> Outcome:
-    """Exact MILP solved by HiGHS through PuLP.  PuLP's HiGHS adapter takes no warm start;
-    the greedy start is returned if HiGHS finds no placement within the limit."""
-    return _run(instance, opts, "highs")
-
-
-def milp_cbc(instance: Instance, opts: Options) -> Outcome:
-    """Exact MILP solved by CBC through PuLP, warm-started from ``opts.start`` (or greedy)."""
-    return _run(instance, opts, "cbc")

@@ -19,8 +19,13 @@ import math
 
 import numpy as np
 
-from placement.evaluate import job_lower_bound, job_weight_factor
-from placement.model import Instance
+from placement.evaluation.bounds import job_lower_bound
+from placement.formulations.quiet import native_stdout_silenced
+from placement.model.records import Instance
+from placement.model.tolerances import TRANSPORT_LP_RTOL
+from placement.problem.arrays import arrays_of
+from placement.problem.rules import singled_out_servers, weight_factor
+from placement.problem.topology import cluster_of
 
 __all__ = ["transport_lower_bound", "CLASS_STEP"]
 
@@ -36,12 +41,9 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
         import highspy
     except ImportError:  # pragma: no cover
         return None
-    idx = instance.eval_index
-    free = instance.cluster.free_gpus
-    special = set()
-    for j in instance.jobs:
-        special.update(j.allowed_servers or ())
-        special.update(j.slowdown)
+    idx = arrays_of(instance)
+    free = cluster_of(instance).free_gpus
+    special = singled_out_servers(instance)
     special_pos = {instance.server_pos[s] for s in special}
     mean = np.floor(idx.server_mean / CLASS_STEP + 1e-9) * CLASS_STEP
     keys: dict[tuple, int] = {}
@@ -61,7 +63,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
         lb_j = job_lower_bound(instance, jp)
         if not math.isfinite(lb_j):
             return None
-        wf = job_weight_factor(instance, job)
+        wf = weight_factor(instance, job)
         a = idx.job_a(jp)
         # the all-reduce lower bound of job_lower_bound: its comm part
         constant += wf * (lb_j - float(idx.job_score(jp)[np.isfinite(a) & (free > 0)].min()))
@@ -76,8 +78,6 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     costs, rows, cols_job = np.concatenate(costs), np.concatenate(rows), np.concatenate(cols_job)
     n = len(costs)
     J = len(instance.jobs)
-    from placement.formulations.quiet import native_stdout_silenced
-
     with native_stdout_silenced():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
@@ -99,11 +99,9 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     idx_arr[1::2] = J + np.asarray(rows, dtype=np.int32)
     lp.a_matrix_.index_ = idx_arr
     lp.a_matrix_.value_ = np.ones(2 * n)
-    from placement.formulations.quiet import native_stdout_silenced
-
     with native_stdout_silenced():
         h.passModel(lp)
         h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    return (float(h.getInfo().objective_function_value) + constant) * (1 - 1e-7)
+    return (float(h.getInfo().objective_function_value) + constant) * (1 - TRANSPORT_LP_RTOL)

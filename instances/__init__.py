@@ -39,14 +39,14 @@ def bundled_path(name: str) -> Path:
 
 def load_bundled(name: str = DEFAULT_INSTANCE) -> Instance:
     """Load a bundled instance by name (``demo`` is the default)."""
-    from placement.io import load_instance
+    from placement.formats import load_instance
 
     return load_instance(bundled_path(name))
 
 
 def resolve_instance(name_or_path: str | os.PathLike[str]) -> Instance:
     """A file path if it exists, else a bundled instance name."""
-    from placement.io import load_instance
+    from placement.formats import load_instance
 
     p = Path(name_or_path)
     if p.exists():

@@ -28,7 +28,7 @@ SCALING: dict[str, dict[str, Any]] = {
 
 def write_scaling(folder: str | Path) -> list[Path]:
     from placement.instances.generate import generate
-    from placement.io import dump_instance
+    from placement.formats import dump_instance
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,9 @@ time is lowest, trading it against the all-reduce cost of spreading a job out.
 'optimal'
 
 Importing this package imports no solver: OR-Tools and PuLP load only when a method
-that needs them runs.
+that needs them runs.  The layers inside (records, formats and the problem's rules,
+evaluation, solving, methods and formulations, tools) are described in the README's
+"Architecture" section.
 """
 
 from __future__ import annotations
@@ -23,8 +25,16 @@ from placement.errors import (
     SolutionFormatError,
     UnknownMethodError,
 )
-from placement.evaluate import Evaluation, MonteCarloResult, evaluate, lower_bound, monte_carlo
-from placement.io import (
+from placement.evaluation import (
+    Evaluation,
+    MonteCarloResult,
+    Violation,
+    evaluate,
+    lower_bound,
+    monte_carlo,
+    validate,
+)
+from placement.formats import (
     dump_instance,
     dump_solution,
     instance_from_dict,
@@ -34,6 +44,7 @@ from placement.io import (
     solution_from_dict,
     solution_to_dict,
 )
+from placement.instances import bundled_names, load_bundled, resolve_instance
 from placement.model import (
     Instance,
     Job,
@@ -46,11 +57,8 @@ from placement.model import (
     Status,
     Switch,
 )
-from placement.registry import REGISTRY, MethodSpec, get_method, list_methods
-from placement.solve import solve
-from placement.topology import Cluster, Domain
-from placement.validate import Violation, validate
-from placement.instances import load_bundled, bundled_names, resolve_instance
+from placement.problem import Cluster, Domain, cluster_of
+from placement.solving import REGISTRY, MethodSpec, Options, Outcome, get_method, list_methods, solve
 
 __version__ = "0.1.0"
 
@@ -67,6 +75,8 @@ __all__ = [
     "MethodSpec",
     "MethodUnavailableError",
     "MonteCarloResult",
+    "Options",
+    "Outcome",
     "PlacementError",
     "REGISTRY",
     "Scenarios",
@@ -79,6 +89,7 @@ __all__ = [
     "UnknownMethodError",
     "Violation",
     "bundled_names",
+    "cluster_of",
     "dump_instance",
     "dump_solution",
     "evaluate",

@@ -24,14 +24,16 @@ try:
 except ImportError as e:  # pragma: no cover
     raise ImportError("placement.testing needs hypothesis: pip install 'placement[test]'") from e
 
-from placement.evaluate import evaluate
-from placement.io import instance_from_dict, instance_to_dict
-from placement.model import Assignment, Instance, Job, Link, Scenarios, Server, Slowdown, Solution, Status, Switch
-from placement.validate import validate
+from placement.evaluation.evaluate import evaluate
+from placement.evaluation.validate import validate
+from placement.formats.instance import instance_from_dict, instance_to_dict
+from placement.model.records import Assignment, Instance, Job, Link, Scenarios, Server, Slowdown, Solution, Status, Switch
+from placement.model.tolerances import REPORT_RTOL
+from placement.problem.topology import cluster_of
 
 __all__ = ["slowdowns", "instances", "assignments", "check_solution", "REL_TOL"]
 
-REL_TOL = 1e-9
+REL_TOL = REPORT_RTOL
 """Relative tolerance of :func:`check_solution` on reported numbers."""
 
 _VALUES = st.sampled_from([1.0, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 5.0])
@@ -228,7 +230,7 @@ def assignments(draw: st.DrawFn, instance: Instance, *, complete: bool = False) 
             raise ValueError("complete=True needs an instance from instances(feasible=True)")
         return {j: dict(a) for j, a in w.items()}
     free = {s.id: s.free_gpus for s in instance.servers}
-    cl = instance.cluster
+    cl = cluster_of(instance)
     out: dict[str, dict[str, int]] = {}
     for job in draw(st.permutations(list(instance.jobs))):
         if not draw(st.booleans()):

@@ -6,12 +6,13 @@ import pytest
 from hypothesis import given, settings
 
 import placement
-from placement.evaluate import evaluate
-from placement.formulations import index as index_mod
-from placement.formulations.index import disaggregate, index_instance, prune_thresholds
+from placement.evaluation import evaluate
+from placement.formulations import milp as milp_mod
+from placement.formulations.index import index_instance, prune_thresholds
+from placement.formulations.packing import disaggregate
 from placement.instances.generate import generate
 from placement.model import Status
-from placement.registry import REGISTRY
+from placement.solving import REGISTRY
 from placement.testing import check_solution, instances
 
 MILP = [pytest.param(m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name} not installed"))
@@ -86,7 +87,7 @@ def test_greedy_packing_failure_falls_back_on_the_exact_packing():
 @pytest.mark.parametrize("method", MILP)
 def test_an_unpackable_class_falls_back_on_the_unaggregated_model(class_catalogue, method, monkeypatch):
     inst, oracle = class_catalogue["two-racks"]
-    real = index_mod.disaggregate
+    real = milp_mod.disaggregate
     calls = []
 
     def refuse_first(instance, index, counts, plain):
@@ -95,7 +96,7 @@ def test_an_unpackable_class_falls_back_on_the_unaggregated_model(class_catalogu
             return None, list(index.units)
         return real(instance, index, counts, plain)
 
-    monkeypatch.setattr(index_mod, "disaggregate", refuse_first)
+    monkeypatch.setattr(milp_mod, "disaggregate", refuse_first)
     sol = placement.solve(inst, method, time_limit_s=60)
     check_solution(inst, sol)
     assert calls[0] is True and "a class could not be packed: unaggregated model" in sol.stats["path"]

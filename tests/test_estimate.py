@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 import placement
-from placement.backtest import _pai_instance, backtest_pai
+from placement.estimate import backtest_pai, pai_instance
 from placement.cli.main import cli
 from placement.estimate import (
     LogData, TelemetryError, apply_estimates, contention_overrides, estimate_from_logs, forecast, product,
@@ -134,7 +134,7 @@ def test_contention_slows_the_cpu_bound_job_on_the_cpu_loaded_server(tmp_path):
 @needs_pai
 def test_estimate_cli_on_the_pai_logs(tmp_path):
     est, fleet = estimate_from_logs(read_pai(PAI))
-    inst = _pai_instance(sorted(est), {s: Slowdown() for s in est}, [Job("j", 8, 100.0, 50.0)], "pai")
+    inst = pai_instance(sorted(est), {s: Slowdown() for s in est}, [Job("j", 8, 100.0, 50.0)], "pai")
     ip = tmp_path / "pai.json"
     placement.dump_instance(inst, ip)
     out = tmp_path / "est.json"

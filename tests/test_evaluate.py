@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import placement
-from placement.evaluate import evaluate, lower_bound, monte_carlo
+from placement.evaluation import evaluate, lower_bound, monte_carlo
 from placement.instances.generate import generate
 from placement.testing import assignments, instances
 

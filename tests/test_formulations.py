@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given, settings
 
 import placement
-from placement.formulations.index import index_instance, without_slowdowns
+from placement.formulations.index import index_instance
+from placement.problem import without_slowdowns
 from placement.instances.generate import generate
 from placement.model import Status
-from placement.registry import REGISTRY
+from placement.solving import REGISTRY
 from placement.testing import check_solution, instances
 
 EXACT = [m for m in REGISTRY if m.kind == "exact" and m.name != "brute_force"]

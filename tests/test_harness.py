@@ -6,12 +6,12 @@ from click.testing import CliRunner
 
 import placement
 from placement.cli.main import cli
-from placement.harness import Run, compare, expand_instances, isolated_run, read_rows
-from placement.report import shifted_geomean, summarise
+from placement.compare import Run, compare, expand_instances, isolated_run, read_rows
+from placement.compare import shifted_geomean, summarise
 
 BAD_METHODS = textwrap.dedent('''
     import os, time
-    from placement.heuristics import greedy
+    from placement.methods.greedy import greedy
 
     def hang(instance, opts):
         time.sleep(10_000)

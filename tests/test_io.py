@@ -6,7 +6,7 @@ from hypothesis import given
 
 import placement
 from placement.errors import InstanceError, SolutionFormatError
-from placement.io import (
+from placement.formats import (
     instance_from_dict,
     instance_to_dict,
     load_instance,
@@ -16,6 +16,7 @@ from placement.io import (
     solution_to_dict,
 )
 from placement.testing import instances
+from placement.problem import cluster_of
 
 BASE = {
     "format": "placement-instance/1",
@@ -159,7 +160,7 @@ def test_networkx_node_link_output_is_accepted():
     import networkx as nx
 
     inst = placement.load_bundled("demo")
-    g = inst.cluster.graph
+    g = cluster_of(inst).graph
     data = nx.node_link_data(g, edges="edges")
     for node in data["nodes"]:
         if node["kind"] == "server":
@@ -178,7 +179,7 @@ def test_unreachable_servers_are_allowed():
     d = copy.deepcopy(BASE)
     d["topology"]["edges"].pop()
     inst = instance_from_dict(d)
-    assert inst.cluster.bottleneck(["s0", "s1"]) == 0.0
+    assert cluster_of(inst).bottleneck(["s0", "s1"]) == 0.0
 
 
 @pytest.mark.parametrize("name", placement.bundled_names())
@@ -220,4 +221,4 @@ def test_schemas_are_valid_json_schema():
     import jsonschema
 
     for name in ("instance", "solution"):
-        jsonschema.Draft202012Validator.check_schema(placement.io.schema(name))
+        jsonschema.Draft202012Validator.check_schema(placement.formats.schema(name))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import placement
 from placement.errors import MethodUnavailableError, UnknownMethodError
 from placement.model import Instance, Status
-from placement.registry import REGISTRY
+from placement.solving import REGISTRY
 from placement.testing import check_solution, instances
 
 NON_EXACT = [m.name for m in REGISTRY if m.kind in ("heuristic", "baseline")]
@@ -53,7 +53,7 @@ def test_heuristics_never_beat_brute_force(inst):
 
 
 def _renamed(inst: Instance, perm_servers, perm_jobs) -> Instance:
-    from placement.io import instance_from_dict, instance_to_dict
+    from placement.formats import instance_from_dict, instance_to_dict
 
     d = instance_to_dict(inst)
     smap = {s.id: f"srv-{k}" for k, s in enumerate(inst.servers)}

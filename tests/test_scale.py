@@ -12,12 +12,15 @@ from hypothesis import given, settings
 
 import placement
 from placement.cli.main import cli
-from placement.evaluate import lower_bound
+from placement.evaluation import lower_bound
 from placement.formulations.transport import transport_lower_bound
 from placement.instances.generate import generate
 from placement.model import Slowdown, Status
-from placement.replan import moved_workers
+from placement.solving import moved_workers
 from placement.testing import check_solution, instances
+from placement.problem import cluster_of
+from placement.problem import arrays_of
+from placement.formats import checked
 
 
 @settings(max_examples=25)
@@ -56,7 +59,7 @@ def _changed(inst, share=0.1, seed=1):
         s = servers[i]
         hot = s.slowdown.mean() < 1.05
         servers[i] = dataclasses.replace(s, slowdown=Slowdown((1.0, 1.5, 3.0), (0.5, 0.35, 0.15)) if hot else Slowdown())
-    return inst.replace(servers=tuple(servers)).checked()
+    return checked(inst.replace(servers=tuple(servers)))
 
 
 @pytest.mark.parametrize("budget", [0, 8, 40])
@@ -113,7 +116,7 @@ def test_replan_cli(tmp_path):
 
 
 def test_pop_decomposes_solves_parts_in_parallel_and_keeps_a_whole_bound(monkeypatch):
-    import placement.formulations.pop as pop_mod
+    import placement.methods.pop as pop_mod
 
     monkeypatch.setattr(pop_mod, "PART_SIZE", 10)
     inst = placement.load_bundled("library/small/hetero")
@@ -130,8 +133,8 @@ def test_pop_decomposes_solves_parts_in_parallel_and_keeps_a_whole_bound(monkeyp
 def test_a_part_document_holds_only_its_servers_and_their_rows():
     import time
 
-    import placement.formulations.pop as pop_mod
-    from placement.io import instance_from_dict, instance_to_dict
+    import placement.methods.pop as pop_mod
+    from placement.formats import instance_from_dict, instance_to_dict
 
     inst = placement.load_bundled("library/small/correlated")
     assert inst.scenarios is not None
@@ -143,20 +146,20 @@ def test_a_part_document_holds_only_its_servers_and_their_rows():
     assert set(part.scenarios.slowdowns) <= ids
     assert part.admission == "best_effort" and {j.id for j in part.jobs} <= {inst.jobs[jp].id for jp in jobs}
     # a part that would start after the parts' deadline is left to the repair
-    asg, path = pop_mod._solve_part((doc, "greedy", 5.0, time.monotonic(), 0))
+    asg, path = pop_mod.solve_part((doc, "greedy", 5.0, time.monotonic(), 0))
     assert asg is None and path[0].startswith("skipped")
-    asg, path = pop_mod._solve_part((doc, "greedy", 5.0, time.monotonic() + 5, 0))
+    asg, path = pop_mod.solve_part((doc, "greedy", 5.0, time.monotonic() + 5, 0))
     assert asg is not None and not placement.validate(part, asg)
 
 
 def test_pop_splits_servers_and_jobs_so_parts_shrink_quadratically(monkeypatch):
-    import placement.formulations.pop as pop_mod
+    import placement.methods.pop as pop_mod
 
     monkeypatch.setattr(pop_mod, "PART_SIZE", 40)
     inst = placement.load_bundled("library/medium/correlated")
     sol = placement.solve(inst, "pop", time_limit_s=10)
     check_solution(inst, sol)
-    free = inst.cluster.free_gpus > 0
-    pairs = sum(int((np.isfinite(inst.eval_index.job_a(jp)) & free).sum()) for jp in range(len(inst.jobs)))
+    free = cluster_of(inst).free_gpus > 0
+    pairs = sum(int((np.isfinite(arrays_of(inst).job_a(jp)) & free).sum()) for jp in range(len(inst.jobs)))
     k = int(sol.stats["path"][0].split("(")[1].split()[0])
     assert 2 <= k <= math.ceil(math.sqrt(pairs / 40)) < pairs / 40  # parts without jobs are dropped

@@ -7,13 +7,14 @@ from hypothesis import strategies as st
 import placement
 from placement.model import JobReport
 from placement.testing import assignments, check_solution, instances
+from placement.problem import cluster_of
 
 
 def test_strategies_reach_the_corner_cases():
     find(instances(), lambda i: i.scenarios is not None and any(j.slowdown for j in i.jobs))
     find(instances(), lambda i: len({s.gpu_type for s in i.servers}) > 1)
     find(instances(), lambda i: any(s.cpus is not None for s in i.servers))
-    find(instances(min_servers=2), lambda i: len({int(c) for c in i.cluster.component}) > 1)
+    find(instances(min_servers=2), lambda i: len({int(c) for c in cluster_of(i).component}) > 1)
     find(instances(), lambda i: i.admission == "best_effort")
     find(instances(), lambda i: any(j.max_servers for j in i.jobs) and any(j.allowed_servers for j in i.jobs))
     find(instances(feasible=False, admission="all"), lambda i: placement.solve(i, "auto").status.value == "infeasible")

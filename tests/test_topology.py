@@ -5,6 +5,7 @@ from hypothesis import given
 import placement
 from placement.instances.generate import generate
 from placement.testing import instances
+from placement.problem import cluster_of
 
 from helpers import widest
 
@@ -12,7 +13,7 @@ from helpers import widest
 @given(instances(max_servers=6))
 def test_bottleneck_is_the_widest_path_by_definition(inst):
     ids = [s.id for s in inst.servers]
-    cl = inst.cluster
+    cl = cluster_of(inst)
     for r in (2, 3):
         for combo in itertools.combinations(ids, r):
             assert cl.bottleneck(list(combo)) == widest(inst, list(combo))
@@ -22,7 +23,7 @@ def test_bottleneck_is_the_widest_path_by_definition(inst):
 
 @given(instances(max_servers=6))
 def test_domains_are_nested_and_hold_their_bandwidth(inst):
-    cl = inst.cluster
+    cl = cluster_of(inst)
     for d in cl.domains:
         assert len(d.servers) >= 2
         assert cl.bottleneck(list(d.servers)) == d.bandwidth_gbps
@@ -37,7 +38,7 @@ def test_domains_are_nested_and_hold_their_bandwidth(inst):
 
 def test_leaf_spine_domains_are_racks_then_cluster():
     inst = generate(racks=3, servers_per_rack=4, nic_gbps=100, uplink_gbps=40, seed=0)
-    cl = inst.cluster
+    cl = cluster_of(inst)
     racks = sorted((d for d in cl.domains if d.bandwidth_gbps == 100), key=lambda d: d.servers)
     assert [len(d.servers) for d in racks] == [4, 4, 4]
     top = [d for d in cl.domains if d.parent is None]
@@ -47,13 +48,13 @@ def test_leaf_spine_domains_are_racks_then_cluster():
 
 def test_multi_pod_has_three_levels():
     inst = generate(topology="multi-pod", pods=2, racks=2, servers_per_rack=2, nic_gbps=100, uplink_gbps=50, core_gbps=10, seed=0)
-    bws = sorted({d.bandwidth_gbps for d in inst.cluster.domains})
+    bws = sorted({d.bandwidth_gbps for d in cluster_of(inst).domains})
     assert bws == [10, 50, 100]
-    assert inst.cluster.bottleneck(["s0", "s7"]) == 10
+    assert cluster_of(inst).bottleneck(["s0", "s7"]) == 10
 
 
 def test_graph_is_networkx_with_attributes():
     inst = placement.load_bundled("demo")
-    g = inst.cluster.graph
+    g = cluster_of(inst).graph
     assert g.nodes["s0"]["kind"] == "server" and g.nodes["tor0"]["kind"] == "switch"
     assert all("bandwidth_gbps" in d for _, _, d in g.edges(data=True))

@@ -19,6 +19,7 @@ from placement.instances.traces import (
     elasticflow_jobs,
 )
 from placement.model import Status
+from placement.problem import cluster_of
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"the shared traces are not at {DATA}")
@@ -93,7 +94,7 @@ SwitchName=spine Switches=leaf[0-1]
 def test_slurm_topology_becomes_the_cluster_graph():
     inst = instance_from_slurm(CONF, [200, 50], jobs=4, seed=1)
     assert [s.id for s in inst.servers] == [f"gpu{k}" for k in range(8)]
-    cl = inst.cluster
+    cl = cluster_of(inst)
     assert cl.bottleneck(["gpu0", "gpu3"]) == 200 and cl.bottleneck(["gpu0", "gpu4"]) == 50
     assert placement.instance_from_dict(placement.instance_to_dict(inst)) == inst
     sol = placement.solve(inst, "greedy")

@@ -3,9 +3,9 @@ import copy
 import pytest
 from hypothesis import given
 
-from placement.io import instance_from_dict
+from placement.formats import instance_from_dict
 from placement.testing import instances
-from placement.validate import validate
+from placement.evaluation import validate
 
 from test_io import BASE
 

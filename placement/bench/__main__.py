@@ -1,0 +1,3 @@
+from placement.bench.benchmarks import main
+
+main()

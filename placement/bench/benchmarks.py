@@ -1,0 +1,207 @@
+"""Benchmarks quoted in the README and the issue notes (medians, side by side, one run).
+
+    python -m placement.bench evaluator            # 1,000-server / 1,000-job placement
+    python -m placement.bench methods pod256       # every method on one instance
+    python -m placement.bench exact pod256         # exact methods: time to proof or gap at the limit
+    python -m placement.bench replan               # re-planning on 2,048 GPUs, 5% of servers changed
+    python -m placement.bench reductions library/medium/calm pod256   # MILP with/without pruning, classes
+
+Timings are wall-clock medians over repeats on a shared machine: compare ratios within
+one run, not numbers across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+
+from placement.evaluation.bounds import lower_bound
+from placement.evaluation.evaluate import evaluate
+from placement.evaluation.validate import validate
+from placement.formats.instance import checked
+from placement.formulations.index import index_instance
+from placement.formulations.milp import MilpBackend
+from placement.instances import resolve_instance
+from placement.instances.generate import generate
+from placement.methods.exact import run_exact
+from placement.methods.greedy import greedy
+from placement.model.records import Slowdown
+from placement.solving.driver import moved_workers, solve
+from placement.solving.options import Options
+from placement.solving.registry import REGISTRY
+
+__all__ = ["bench_evaluator", "bench_methods", "main"]
+
+
+def _median_time(fn: Callable[[], object], repeats: int) -> float:
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+
+
+def bench_evaluator(repeats: int = 7) -> list[tuple[str, float, int, int]]:
+    """Median seconds of :func:`placement.evaluate` on 1,000-server placements of 1,000 jobs."""
+
+    rows = []
+    for regime in ("hot", "heavy-tail", "correlated"):
+        inst = generate(racks=25, servers_per_rack=40, gpus_per_server=8, jobs=1000, job_mix="elasticflow",
+                        regime=regime, scenarios=32, load=0.9, seed=1)
+        sol = solve(inst, "spread")
+        asg = sol.assignment
+        evaluate(inst, asg)  # build the cached index once, as a scheduler would
+        t = _median_time(lambda: evaluate(inst, asg), repeats)
+        pairs = sum(len(a) for a in asg.values())
+        rows.append((regime, t, len(asg), pairs))
+    return rows
+
+
+def bench_methods(instance: str, time_limit: float, seeds: int) -> list[tuple[str, float, float | None, float | None, str]]:
+
+    inst = resolve_instance(instance)
+    rows = []
+    for m in REGISTRY:
+        if m.kind == "exact":
+            continue
+        walls, objs, status = [], [], ""
+        for seed in range(seeds):
+            sol = solve(inst, m.name, time_limit_s=time_limit, seed=seed)
+            walls.append(float(sol.stats["wall_s"]))
+            status = sol.status.value
+            if sol.objective is not None:
+                objs.append(sol.objective)
+        rows.append((m.name, statistics.median(walls), statistics.median(objs) if objs else None,
+                     lower_bound(inst), status))
+    return rows
+
+
+def bench_exact(instance: str, time_limit: float, reference_limit: float) -> None:
+    """Each exact method at ``time_limit``; the best-known optimum from a long HiGHS run;
+    the expected-time excess that ``comm_optimal`` and ``consolidate`` leave over it."""
+
+    inst = resolve_instance(instance)
+    print(f"{'method':13s} {'status':9s} {'wall s':>7s} {'objective':>11s} {'bound':>11s} {'gap':>8s}")
+    sols = {}
+    for m in [r.name for r in REGISTRY if r.kind == "exact" and r.name != "brute_force" and r.available]:
+        sol = solve(inst, m, time_limit_s=time_limit)
+        sols[m] = sol
+        gap = "-" if sol.gap is None else f"{100 * sol.gap:.3f}%"
+        print(f"{m:13s} {sol.status.value:9s} {sol.stats['wall_s']:7.1f} {sol.objective:11.3f} "
+              f"{'-' if sol.bound is None else f'{sol.bound:11.3f}':>11s} {gap:>8s}")
+    ref = solve(inst, "milp_highs", time_limit_s=reference_limit)
+    best = min([ref.objective] + [s.objective for s in sols.values() if s.objective is not None])
+    bound = max(b for b in [ref.bound] + [s.bound for s in sols.values()] if b is not None)
+    print(f"reference: milp_highs {reference_limit:g} s: {ref.status.value}, objective {ref.objective:.3f}, "
+          f"bound {ref.bound:.3f}; best known {best:.3f}, best bound {bound:.3f}")
+    for m in ("comm_optimal", "consolidate", "greedy", "auto"):
+        sol = solve(inst, m, time_limit_s=time_limit)
+        print(f"{m:13s} objective {sol.objective:11.3f}  excess over best known {100 * (sol.objective / best - 1):7.3f}%")
+
+
+def bench_replan(max_moves: int = 50, time_limit: float = 4.5, full_limit: float = 30.0, seed: int = 1) -> None:
+    """Solve a 2,048-GPU fleet, change 5% of the servers' slowdown estimates (healthy ones
+    turn hot, hot ones recover), then re-plan with a move budget against a full re-solve."""
+    import dataclasses
+
+    import numpy as np
+
+    old = generate(topology="multi-pod", pods=4, racks=4, servers_per_rack=16, gpus_per_server=8, regime="hot",
+                   hot_fraction=0.2, jobs=200, load=0.8, seed=5, name="fleet2k")
+    prev = solve(old, "auto", time_limit_s=full_limit)
+    rng = np.random.default_rng(seed)
+    servers = list(old.servers)
+    for i in rng.choice(len(servers), size=len(servers) // 20, replace=False):
+        s = servers[i]
+        hot = Slowdown((1.0, 1.5, 3.0), (0.55, 0.35, 0.10))
+        servers[i] = dataclasses.replace(s, slowdown=hot if s.slowdown.mean() < 1.05 else Slowdown((1.0, 1.2), (0.99, 0.01)))
+    new = checked(old.replace(servers=tuple(servers)))
+    stale = evaluate(new, prev.assignment).objective
+    t = time.perf_counter()
+    rp = solve(new, "local_search", time_limit_s=time_limit, previous=prev.assignment, max_moves=max_moves)
+    wall = time.perf_counter() - t
+    full = solve(new, "auto", time_limit_s=full_limit)
+    print(f"fleet: {len(new.servers)} servers, {sum(s.free_gpus for s in new.servers)} GPUs, {len(new.jobs)} jobs; "
+          f"{len(servers) // 20} servers changed")
+    print(f"previous placement under the new estimates: {stale:.2f}")
+    print(f"re-plan (<= {max_moves} moves, {time_limit:g} s limit): {rp.objective:.2f}, {rp.stats['moved_workers']} moved, {wall:.2f} s wall")
+    print(f"full re-solve (auto, {full_limit:g} s): {full.objective:.2f}, {moved_workers(prev.assignment, full.assignment)} moved")
+    if stale > full.objective:
+        print(f"share of the full re-solve's improvement recovered: {100 * (stale - rp.objective) / (stale - full.objective):.1f}%")
+
+
+def bench_reductions(instances: list[str], time_limit: float, backend: str = "highs") -> None:
+    """The MILP with and without the start handed to the solver, incumbent pruning and
+    class aggregation, side by side from the same greedy start (returned when the solver
+    does worse); objective from the evaluator, bound from the solver."""
+
+    print(f"milp_{backend}, {time_limit:g} s each, greedy start; objective = evaluator's")
+    print(f"{'instance':28s} {'variant':12s} {'vars':>7s} {'wall_s':>7s} {'objective':>11s} {'bound':>11s} {'gap%':>7s} status")
+    for name in instances:
+        inst = resolve_instance(name)
+        start = greedy(inst, Options(time_limit_s=time_limit)).assignment
+        cutoff = evaluate(inst, start).objective if start is not None else None
+        for label, prune, agg, warm in (("plain", False, False, False), ("start", False, False, True),
+                                        ("pruned", True, False, False), ("classes", False, True, False),
+                                        ("all", True, True, True)):
+            size = index_instance(inst, cutoff=cutoff if prune else None, aggregate=agg).size
+            t = time.perf_counter()
+            out = run_exact(inst, Options(time_limit_s=time_limit, start=start),
+                            MilpBackend(backend, aggregate=agg, warm=warm), prune=prune)
+            wall = time.perf_counter() - t
+            sol_obj = evaluate(inst, out.assignment).objective if out.assignment else float("nan")
+            if out.assignment is not None:
+                assert not validate(inst, out.assignment)
+            b = out.bound
+            gap = 100 * (sol_obj - b) / sol_obj if b is not None and sol_obj else float("nan")
+            print(f"{name:28s} {label:12s} {size:7d} {wall:7.2f} {sol_obj:11.3f} {b if b is not None else float('nan'):11.3f} "
+                  f"{gap:7.3f} {'optimal' if out.optimal else 'feasible'}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m placement.bench")
+    sub = ap.add_subparsers(dest="what", required=True)
+    e = sub.add_parser("evaluator")
+    e.add_argument("--repeats", type=int, default=7)
+    m = sub.add_parser("methods")
+    m.add_argument("instance", nargs="?", default="pod256")
+    m.add_argument("--time-limit", type=float, default=10.0)
+    m.add_argument("--seeds", type=int, default=3)
+    x = sub.add_parser("exact")
+    x.add_argument("instance", nargs="?", default="pod256")
+    x.add_argument("--time-limit", type=float, default=10.0)
+    x.add_argument("--reference-limit", type=float, default=300.0)
+    r = sub.add_parser("replan")
+    r.add_argument("--max-moves", type=int, default=50)
+    r.add_argument("--time-limit", type=float, default=4.5)
+    rd = sub.add_parser("reductions")
+    rd.add_argument("instances", nargs="+")
+    rd.add_argument("--time-limit", type=float, default=10.0)
+    rd.add_argument("--backend", choices=("highs", "cbc"), default="highs")
+    a = ap.parse_args(argv)
+    if a.what == "reductions":
+        bench_reductions(a.instances, a.time_limit, a.backend)
+        return
+    if a.what == "replan":
+        bench_replan(a.max_moves, a.time_limit)
+        return
+    if a.what == "exact":
+        bench_exact(a.instance, a.time_limit, a.reference_limit)
+        return
+    if a.what == "evaluator":
+        print(f"{'regime':12s} {'median s':>9s} {'jobs':>5s} {'job-server pairs':>16s}")
+        for regime, t, jobs, pairs in bench_evaluator(a.repeats):
+            print(f"{regime:12s} {t:9.4f} {jobs:5d} {pairs:16d}")
+    else:
+        rows = bench_methods(a.instance, a.time_limit, a.seeds)
+        best = min(r[2] for r in rows if r[2] is not None)
+        print(f"{'method':13s} {'status':9s} {'median wall s':>13s} {'median objective':>16s} {'ratio to best':>13s} {'excess over LB':>14s}")
+        for name, wall, obj, lb, status in rows:
+            ratio = "-" if obj is None else f"{obj / best:.4f}"
+            exc = "-" if obj is None or lb is None else f"{100 * (obj - lb) / lb:.2f}%"
+            print(f"{name:13s} {status:9s} {wall:13.3f} {'-' if obj is None else f'{obj:16.2f}':>16s} {ratio:>13s} {exc:>14s}")
+
+

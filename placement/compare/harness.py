@@ -1,0 +1,236 @@
+"""The solver comparison harness: instances x methods x seeds x time limits.
+
+Every run is its own process (``python -m placement.compare.worker``), killed hard past its
+limit plus a grace period, so a hung or crashing solver costs one row, never the sweep.
+Rows are appended to ``runs.jsonl`` as they finish, so an interrupted sweep resumes where
+it stopped.  Locally, runs go ``parallel`` at a time with ``threads`` each, never more
+than the machine's cores; with Dask, each run is a task on a Dask worker that starts the
+same isolated process.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from placement.compare.report import write_report
+from placement.compare.rows import ROW_FIELDS, RunState
+from placement.errors import InvalidInputError, MethodUnavailableError
+from placement.instances import bundled_names
+
+__all__ = ["Run", "RunState", "expand_instances", "plan", "isolated_run", "compare", "ROW_FIELDS", "read_rows"]
+
+
+@dataclass(frozen=True)
+class Run:
+    instance: str
+    """A path to an instance file or a bundled name."""
+    method: str
+    seed: int
+    time_limit_s: float
+    threads: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"{self.instance}|{self.method}|{self.seed}|{self.time_limit_s:g}|{self.threads}"
+
+
+def expand_instances(items: Iterable[str]) -> list[str]:
+    """Files, folders (every ``*.json`` below, sorted) and bundled names (a bundled
+    folder such as ``library/medium`` expands to its instances)."""
+    out: list[str] = []
+    names = bundled_names()
+    for it in items:
+        p = Path(it)
+        if p.is_dir():
+            out += [str(f) for f in sorted(p.rglob("*.json"))]
+        elif p.is_file():
+            out.append(str(p))
+        elif it in names:
+            out.append(it)
+        else:
+            inside = [n for n in names if n.startswith(it.rstrip("/") + "/")]
+            if not inside:
+                raise InvalidInputError([f"instances: {it!r} is neither a file, a folder nor a bundled name"])
+            out += inside
+    return list(dict.fromkeys(out))
+
+
+def plan(instances: Sequence[str], methods: Sequence[str], seeds: Sequence[int], time_limits: Sequence[float],
+         threads: int = 1) -> list[Run]:
+    return [Run(i, m, s, t, threads) for i in instances for t in time_limits for m in methods for s in seeds]
+
+
+def _grace(limit: float) -> float:
+    return max(10.0, 0.5 * limit)
+
+
+def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
+    """Run one (instance, method, seed, limit) in a fresh process; kill it past
+    ``time_limit_s + grace``.  Always returns a row, whatever happened."""
+    grace = _grace(run.time_limit_s) if grace_s is None else grace_s
+    fd, out = tempfile.mkstemp(prefix="placement-run-", suffix=".json")
+    os.close(fd)
+    t0 = time.monotonic()
+    row: dict[str, Any] = {"instance": run.instance, "method": run.method, "seed": run.seed,
+                           "time_limit_s": run.time_limit_s, "threads": run.threads}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "placement.compare.worker", out],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            _, err = proc.communicate(json.dumps(asdict(run)), timeout=run.time_limit_s + grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            row.update(status=RunState.KILLED, wall_s=time.monotonic() - t0,
+                       error=f"still running {run.time_limit_s + grace:g} s after start (limit {run.time_limit_s:g} s + grace {grace:g} s): killed")
+            return row
+        text = Path(out).read_text() if os.path.getsize(out) else ""
+        if proc.returncode != 0 or not text:
+            tail = (err or "").strip().splitlines()[-3:]
+            row.update(status=RunState.CRASHED, wall_s=time.monotonic() - t0,
+                       error=f"exit code {proc.returncode}: " + " | ".join(tail))
+            return row
+        row.update(json.loads(text))
+        return row
+    finally:
+        try:
+            os.unlink(out)
+        except OSError:
+            pass
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line:
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by an interruption: that run is redone
+    return rows
+
+
+def _key(row: dict[str, Any]) -> str:
+    return Run(row["instance"], row["method"], int(row["seed"]), float(row["time_limit_s"]), int(row.get("threads", 1))).key
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=ROW_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (" > ".join(r[k]) if k == "path" and isinstance(r.get(k), list) else r.get(k)) for k in ROW_FIELDS})
+
+
+def compare(
+    instances: Sequence[str],
+    methods: Sequence[str],
+    *,
+    seeds: Sequence[int] = (0,),
+    time_limits: Sequence[float] = (10.0,),
+    threads: int = 1,
+    parallel: int | None = None,
+    out_dir: str | os.PathLike[str] = "results/sweep",
+    dask: str | None = None,
+    grace_s: float | None = None,
+    progress: bool | None = None,
+    say: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> list[dict[str, Any]]:
+    """Run the sweep (skipping runs already in ``out_dir/runs.jsonl``), then write
+    ``runs.csv``, ``report.md`` and the plots.  Returns every row of the sweep."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jsonl = out / "runs.jsonl"
+    runs = plan(expand_instances(instances), methods, seeds, time_limits, threads)
+    done = {_key(r) for r in read_rows(jsonl)}
+    todo = [r for r in runs if r.key not in done]
+    cores = os.cpu_count() or 1
+    limit = max(1, cores // max(1, threads))
+    p = limit if parallel is None else max(1, min(parallel, limit))
+    where = f"Dask at {dask}" if dask else "this machine"
+    say(f"placement compare: {len(runs)} runs ({len(runs) - len(todo)} already in {jsonl}), "
+        f"{p} at a time x {threads} thread(s) = {p * threads} of {cores} cores, on {where}")
+    if parallel is not None and parallel > limit:
+        say(f"placement compare: --parallel {parallel} lowered to {limit}: threads x parallel runs stay within {cores} cores")
+    show = sys.stderr.isatty() if progress is None else progress
+    with open(jsonl, "a") as sink:
+        def record(row: dict[str, Any]) -> None:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+
+        if todo:
+            if dask:
+                _run_dask(todo, dask, p, grace_s, record, show)
+            else:
+                _run_local(todo, p, grace_s, record, show)
+    keys = {r.key for r in runs}
+    rows = [r for r in read_rows(jsonl) if _key(r) in keys]
+    write_csv(rows, out / "runs.csv")
+    write_report(rows, out)
+    return rows
+
+
+def _progress(total: int, show: bool) -> Any:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    prog = Progress(TextColumn("[bold]compare"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    TextColumn("{task.description}"), disable=not show, transient=False)
+    return prog
+
+
+def _run_local(todo: list[Run], parallel: int, grace_s: float | None, record: Callable[[dict[str, Any]], None], show: bool) -> None:
+    with _progress(len(todo), show) as prog:
+        task = prog.add_task("", total=len(todo))
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            futs = {pool.submit(isolated_run, r, grace_s): r for r in todo}
+            try:
+                for f in as_completed(futs):
+                    row = f.result()
+                    record(row)
+                    prog.update(task, advance=1, description=f"{row['method']} on {row['instance']}: {row['status']}")
+            except KeyboardInterrupt:  # pragma: no cover - interactive
+                for f in futs:
+                    f.cancel()
+                raise
+
+
+def _run_dask(todo: list[Run], address: str, parallel: int, grace_s: float | None,
+              record: Callable[[dict[str, Any]], None], show: bool) -> None:
+    try:
+        from distributed import Client, LocalCluster, as_completed as dask_completed
+    except ImportError:
+        raise MethodUnavailableError("--dask needs the distributed extra: pip install 'placement[distributed]'") from None
+    cluster = None
+    if address == "local":
+        cluster = LocalCluster(n_workers=parallel, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(address)
+    try:
+        with _progress(len(todo), show) as prog:
+            task = prog.add_task("", total=len(todo))
+            futs = client.map(isolated_run, todo, grace_s=grace_s, pure=False)
+            for f in dask_completed(futs):
+                row = f.result()
+                record(row)
+                prog.update(task, advance=1, description=f"{row['method']} on {row['instance']}: {row['status']}")
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

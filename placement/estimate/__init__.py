@@ -1,0 +1,86 @@
+"""Proactive slowdown estimation: from per-worker iteration logs and from per-server
+resource telemetry to the slowdown fields of an instance.
+
+**Iteration logs** (columns ``job, worker, server, iteration, duration``; the PAI files are
+read by :func:`read_pai`): each worker's duration is divided by the median worker's of the
+same job and iteration; the ratios are binned at :data:`BIN_EDGES` (below 1.05: no
+slowdown).  Per server, samples are weighted by recency, ``0.5 ** (age / half_life)`` in
+iterations of the server's own job, so that a server that recovered is trusted again.  The
+probability that the server straggles gets a **Beta prior** whose mean is the fleet's
+straggle rate and whose strength is ``prior_strength`` pseudo-iterations: it is conjugate to
+the per-iteration straggle indicator (closed-form posterior mean ``(k + a) / (n + a + b)``
+with weighted counts), and it gives an unseen server exactly the fleet's rate.  How much a
+straggling server slows down is shrunk the same way, a Dirichlet prior towards the fleet's
+distribution over the straggle bins.  A bin's support value is the fleet's mean ratio in it.
+
+**Telemetry** (columns ``server, time, cpu, memory, network, gpu``, utilisations in [0, 1],
+on a regular time step): per server and resource an AR(``order``) model with intercept,
+fitted by least squares, forecasts utilisation ``horizon`` steps ahead with its error
+variance ``sigma^2 sum psi_i^2``.  The forecast is discretised to three points
+(``mean -/+ sqrt(3) sd`` with probabilities 1/6, 2/3, 1/6: the same mean and variance).
+**Contention**: a job whose workers need a fraction ``d`` of a server's resource runs at
+``S = max(1, d / (1 - u))`` when the other tenants use ``u`` of it; the job's slowdown on a
+server is the product of the server's own (log-based) slowdown and the worst resource's
+contention, written as that job's override for that server.
+"""
+
+from __future__ import annotations
+
+from placement.estimate.apply import apply_estimates
+from placement.estimate.backtest import BacktestResult, backtest_pai, pai_instance, split_log
+from placement.estimate.logs import (
+    BIN_EDGES,
+    HALF_LIFE,
+    PRIOR_STRENGTH,
+    SHAPE_STRENGTH,
+    LogData,
+    LogError,
+    ServerEstimate,
+    bin_index,
+    bin_values,
+    estimate_from_logs,
+    ratios,
+    read_iteration_log,
+    read_pai,
+)
+from placement.estimate.telemetry import (
+    RESOURCES,
+    Forecast,
+    Telemetry,
+    TelemetryError,
+    contention_overrides,
+    forecast,
+    product,
+    read_demands,
+    read_telemetry,
+)
+
+__all__ = [
+    "BIN_EDGES",
+    "HALF_LIFE",
+    "PRIOR_STRENGTH",
+    "RESOURCES",
+    "SHAPE_STRENGTH",
+    "BacktestResult",
+    "Forecast",
+    "LogData",
+    "LogError",
+    "ServerEstimate",
+    "Telemetry",
+    "TelemetryError",
+    "apply_estimates",
+    "backtest_pai",
+    "bin_index",
+    "bin_values",
+    "contention_overrides",
+    "estimate_from_logs",
+    "forecast",
+    "pai_instance",
+    "product",
+    "ratios",
+    "read_demands",
+    "read_iteration_log",
+    "read_pai",
+    "read_telemetry",
+    "split_log",
+]

@@ -1,0 +1,200 @@
+"""Slowdown estimates from per-worker iteration logs: ratios to the median worker, binned,
+recency-weighted, shrunk towards the fleet by Beta/Dirichlet priors (see
+:mod:`placement.estimate`)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from placement.errors import InvalidInputError
+from placement.estimate.csvrows import finite_number, raise_problems
+from placement.model.records import Slowdown
+
+__all__ = [
+    "BIN_EDGES", "bin_index", "bin_values", "LogData", "LogError", "read_iteration_log", "read_pai", "ratios",
+    "ServerEstimate", "estimate_from_logs", "HALF_LIFE", "PRIOR_STRENGTH", "SHAPE_STRENGTH",
+]
+
+BIN_EDGES: tuple[float, ...] = (1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0)
+"""Upper edges of the no-slowdown bin and the straggle bins (a last bin is open)."""
+
+
+class LogError(InvalidInputError):
+    kind = "log"
+
+
+@dataclass(frozen=True)
+class LogData:
+    job: np.ndarray
+    server: np.ndarray
+    iteration: np.ndarray
+    duration: np.ndarray
+
+
+def read_iteration_log(path: str | os.PathLike[str], *, job: str | None = None,
+                       columns: Mapping[str, str] | None = None) -> LogData:
+    """Read a CSV of per-worker iteration times; every bad row is reported with its line.
+
+    ``columns`` maps the canonical names (``job, worker, server, iteration, duration``) to
+    the file's; ``job`` gives the job id for files of a single job without that column.
+    """
+    cols = {"job": "job", "worker": "worker", "server": "server", "iteration": "iteration", "duration": "duration",
+            **(columns or {})}
+    p = Path(path)
+    try:
+        f = open(p, newline="", encoding="utf-8")
+    except OSError as e:
+        raise LogError([f"cannot read {p}: {e}"], source=str(p)) from None
+    with f:
+        reader = csv.DictReader(f)
+        header = reader.fieldnames or []
+        need = [k for k in ("worker", "iteration", "duration") + (() if job else ("job",)) if cols[k] not in header]
+        if need:
+            raise LogError([f"missing column(s) {', '.join(repr(cols[k]) for k in need)}; the header has {header}"], source=str(p))
+        js, ss, its, ds, problems = [], [], [], [], []
+        for line, row in enumerate(reader, start=2):
+            jid = job if job else (row.get(cols["job"]) or "").strip()
+            worker = (row.get(cols["worker"]) or "").strip()
+            server = (row.get(cols["server"]) or "").strip() if cols["server"] in header else f"{jid}/w{worker}"
+            it, d = finite_number(row.get(cols["iteration"]) or ""), finite_number(row.get(cols["duration"]) or "")
+            bad = []
+            if not jid:
+                bad.append("empty job")
+            if not worker:
+                bad.append("empty worker")
+            if not server:
+                bad.append("empty server")
+            if it is None or it != int(it):
+                bad.append(f"{cols['iteration']} must be an integer, got {row.get(cols['iteration'])!r}")
+            if d is None or d <= 0:
+                bad.append(f"{cols['duration']} must be a number > 0, got {row.get(cols['duration'])!r}")
+            if bad:
+                problems.append(f"{p.name} row {line}: " + "; ".join(bad))
+                continue
+            js.append(jid)
+            ss.append(server)
+            its.append(int(it))  # type: ignore[arg-type]
+            ds.append(d)
+    raise_problems(problems, str(p), LogError)
+    if not ds:
+        raise LogError([f"{p.name}: no rows"], source=str(p))
+    return LogData(np.array(js), np.array(ss), np.array(its, dtype=np.int64), np.array(ds, dtype=float))
+
+
+def read_pai(paths: Sequence[str | os.PathLike[str]]) -> LogData:
+    """The Alibaba PAI per-worker mini-batch files (``worker, gpu, time, batch_time_norm``):
+    the job is the file name, each worker its own server ``<job>/w<worker>``."""
+    parts = [read_iteration_log(p, job=Path(p).stem.replace("_norm", ""),
+                                columns={"iteration": "time", "duration": "batch_time_norm"}) for p in paths]
+    return LogData(*(np.concatenate([getattr(x, f.name) for x in parts]) for f in dataclasses.fields(LogData)))
+
+
+def ratios(log: LogData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(job, server, iteration, ratio to the job's median worker that iteration)``, for
+    iterations with at least two workers."""
+    key = np.char.add(np.char.add(log.job.astype(str), "\x00"), log.iteration.astype(str))
+    uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    med = np.zeros(len(uniq))
+    order = np.argsort(inv, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    d_sorted = log.duration[order]
+    for g, (s, c) in enumerate(zip(starts, counts)):
+        med[g] = float(np.median(d_sorted[s:s + c]))
+    keep = counts[inv] >= 2
+    r = log.duration / med[inv]
+    return log.job[keep], log.server[keep], log.iteration[keep], r[keep]
+
+
+@dataclass(frozen=True)
+class ServerEstimate:
+    server: str
+    samples: int
+    effective: float
+    """Recency-weighted sample count."""
+    straggle_probability: float
+    slowdown: Slowdown
+
+    @property
+    def mean(self) -> float:
+        return self.slowdown.mean()
+
+
+def bin_index(r: np.ndarray) -> np.ndarray:
+    """The bin of each ratio in ``r`` (0: no slowdown; ``k``: below ``BIN_EDGES[k]``)."""
+    return np.searchsorted(np.asarray(BIN_EDGES), r, side="right")
+
+
+def bin_values(r: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Support value of each bin: the mean of the ratios ``r`` in it (at least 1; the
+    no-slowdown bin is 1); an empty bin gets its midpoint."""
+    nb = len(BIN_EDGES) + 1
+    values = np.ones(nb)
+    for k in range(1, nb):
+        sel = r[b == k]
+        hi = BIN_EDGES[k] if k < len(BIN_EDGES) else 2 * BIN_EDGES[-1]
+        values[k] = max(1.0, float(sel.mean())) if len(sel) else (BIN_EDGES[k - 1] + hi) / 2
+    return values
+
+
+HALF_LIFE = 1000.0
+PRIOR_STRENGTH = 5.0
+SHAPE_STRENGTH = 0.5
+"""Defaults, chosen on a 12-point grid (half-life 100/1000, strengths 5/20 and 0.5/2/5) by
+the PAI backtest (``placement backtest``): the hyperparameters are in-sample there, the
+per-server fits are not."""
+
+
+def estimate_from_logs(log: LogData, *, half_life: float = HALF_LIFE, prior_strength: float = PRIOR_STRENGTH,
+                       shape_strength: float = SHAPE_STRENGTH, servers: Iterable[str] = ()) -> tuple[dict[str, ServerEstimate], Slowdown]:
+    """Per-server estimates (and the fleet prior, for servers without observations).
+
+    ``half_life`` is in the log's iteration units; ``prior_strength`` and
+    ``shape_strength`` are the pseudo-counts of the Beta and Dirichlet priors."""
+    if not half_life > 0 or not prior_strength > 0 or not shape_strength > 0:
+        raise ValueError("half_life, prior_strength and shape_strength must be > 0")
+    job, server, it, r = ratios(log)
+    b = bin_index(r)
+    nb = len(BIN_EDGES) + 1
+    values = bin_values(r, b)
+    # recency: age in iterations of the server's own job
+    last = defaultdict(int)
+    for j, t in zip(job, it):
+        last[j] = max(last[j], int(t))
+    age = np.array([last[j] - t for j, t in zip(job, it)], dtype=float)
+    w = 0.5 ** (age / half_life)
+    srv_ids = list(dict.fromkeys(list(server) + list(servers)))
+    per = {s: np.flatnonzero(server == s) for s in dict.fromkeys(server)}
+    rates = [float((b[ix] > 0).mean()) for ix in per.values()]
+    fleet_rate = float(np.mean(rates)) if rates else 0.0
+    fleet_shape = np.bincount(b[b > 0], minlength=nb)[1:].astype(float)
+    fleet_shape = fleet_shape / fleet_shape.sum() if fleet_shape.sum() else np.full(nb - 1, 1.0 / (nb - 1))
+    a0, b0 = prior_strength * fleet_rate, prior_strength * (1 - fleet_rate)
+
+    def dist(p: float, shape: np.ndarray) -> Slowdown:
+        probs = np.concatenate(([1 - p], p * shape))
+        keep = probs > 1e-9
+        v, q = values[keep], probs[keep]
+        q = np.round(q / q.sum(), 6)
+        q[int(np.argmax(q))] += 1.0 - q.sum()
+        return Slowdown(tuple(float(round(x, 4)) for x in v), tuple(float(x) for x in q))
+
+    fleet = dist(fleet_rate, fleet_shape)
+    out: dict[str, ServerEstimate] = {}
+    for s in srv_ids:
+        ix = per.get(s, np.zeros(0, dtype=np.int64))
+        ws, bs = w[ix], b[ix]
+        n_eff = float(ws.sum())
+        k_eff = float(ws[bs > 0].sum())
+        p = (k_eff + a0) / (n_eff + a0 + b0) if (n_eff + a0 + b0) > 0 else fleet_rate
+        counts = np.bincount(bs[bs > 0], weights=ws[bs > 0], minlength=nb)[1:]
+        shape = (counts + shape_strength * fleet_shape) / (counts.sum() + shape_strength)
+        out[s] = ServerEstimate(s, len(ix), n_eff, float(p), dist(float(p), shape))
+    return out, fleet

@@ -1,0 +1,122 @@
+"""The one validator: every constraint of DESIGN.md, every violation reported.
+
+:func:`placement.solve` calls :func:`validate` on every placement before it returns.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from placement.evaluation.evaluate import evaluate
+from placement.model.records import Assignment, Instance
+from placement.problem.rules import RESOURCES, meets_deadline, over_capacity
+from placement.problem.topology import cluster_of
+
+__all__ = ["Violation", "validate", "is_valid"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: ``kind`` is a stable keyword, ``message`` names the ids."""
+
+    kind: str
+    message: str
+    job: str | None = None
+    server: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -> list[Violation]:
+    """All violations of ``assignment`` on ``instance`` (empty list: valid).
+
+    Checks ids and worker counts, gang completeness, free GPUs, CPU and memory, allowed GPU
+    types and servers, ``max_servers``, reachability (the job's servers must be connected),
+    deadlines (on the exact expected time) and admission (``all``: every job placed).  If
+    ``unplaced`` is given it must list exactly the jobs left out.
+    """
+    out: list[Violation] = []
+    jobs = instance.job_by_id
+    servers = instance.server_by_id
+    gpus: dict[str, int] = defaultdict(int)
+    demand: dict[str, dict[str, float]] = {field: defaultdict(float) for field, _ in RESOURCES}
+    placed: dict[str, Mapping[str, int]] = {}
+    for jid, a in assignment.items():
+        if jid not in jobs:
+            out.append(Violation("unknown_job", f"assignment names unknown job {jid!r}", job=jid))
+            continue
+        job = jobs[jid]
+        ok = True
+        for sid, k in a.items():
+            if sid not in servers:
+                out.append(Violation("unknown_server", f"job {jid!r} is assigned to unknown server {sid!r}", jid, sid))
+                ok = False
+            elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
+                out.append(Violation("bad_count", f"job {jid!r} has {k!r} workers on {sid!r}; counts are integers >= 0", jid, sid))
+                ok = False
+        if not ok:
+            continue
+        a = {s: k for s, k in a.items() if k > 0}
+        if not a:
+            continue
+        total = sum(a.values())
+        if total != job.workers:
+            out.append(Violation("gang", f"job {jid!r} has {total} of its {job.workers} workers placed (gang: all or none)", jid))
+        for sid, k in a.items():
+            srv = servers[sid]
+            gpus[sid] += k
+            for field, per in RESOURCES:
+                if getattr(job, per) is not None:
+                    demand[field][sid] += k * getattr(job, per)
+            if job.allowed_servers is not None and sid not in job.allowed_servers:
+                out.append(Violation("allowed_servers", f"job {jid!r} is not allowed on server {sid!r}", jid, sid))
+            if job.speed(srv.gpu_type) is None:
+                out.append(Violation("gpu_type", f"job {jid!r} cannot run on GPU type {srv.gpu_type!r} of server {sid!r}", jid, sid))
+        if job.max_servers is not None and len(a) > job.max_servers:
+            out.append(Violation("max_servers", f"job {jid!r} spans {len(a)} servers, more than its max_servers {job.max_servers}", jid))
+        if len(a) > 1 and cluster_of(instance).bottleneck(list(a)) <= 0.0:
+            out.append(Violation("unreachable", f"job {jid!r} spans servers that cannot reach each other: {sorted(a)}", jid))
+        placed[jid] = a
+    for sid, k in gpus.items():
+        srv = servers[sid]
+        if k > srv.free_gpus:
+            out.append(Violation("gpus", f"server {sid!r} gets {k} workers but has {srv.free_gpus} free GPUs", server=sid))
+    for sid, c in demand["cpus"].items():
+        cap = servers[sid].cpus
+        if over_capacity(c, cap):
+            out.append(Violation("cpus", f"server {sid!r} gets {c:g} CPUs of work but has {cap:g}", server=sid))
+    for sid, m in demand["memory_gb"].items():
+        cap = servers[sid].memory_gb
+        if over_capacity(m, cap):
+            out.append(Violation("memory", f"server {sid!r} gets {m:g} GB of memory demand but has {cap:g}", server=sid))
+    if unplaced is not None:
+        listed = set(unplaced)
+        for jid in sorted(listed & set(placed)):
+            out.append(Violation("unplaced", f"job {jid!r} is both placed and listed as unplaced", jid))
+        for jid in sorted(listed - set(jobs)):
+            out.append(Violation("unknown_job", f"unplaced names unknown job {jid!r}", jid))
+        for j in instance.jobs:
+            if j.id not in placed and j.id not in listed:
+                out.append(Violation("unplaced", f"job {j.id!r} is neither placed nor listed as unplaced", j.id))
+    if instance.admission == "all":
+        for j in instance.jobs:
+            if j.id not in placed:
+                out.append(Violation("admission", f"job {j.id!r} is not placed, but admission is 'all'", j.id))
+    deadline_jobs = [jid for jid in placed if jobs[jid].deadline_s is not None]
+    if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type") for v in out):
+        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs})
+        for jid in deadline_jobs:
+            job = jobs[jid]
+            e_ms = ev.jobs[jid].expected_iteration_ms
+            if not meets_deadline(job, e_ms):
+                t = (job.iterations or 0) * e_ms / 1000.0
+                out.append(Violation("deadline", f"job {jid!r} is expected to take {t:.6g} s, past its deadline {job.deadline_s:g} s", jid))
+    return out
+
+
+def is_valid(instance: Instance, assignment: Assignment) -> bool:
+    return not validate(instance, assignment)

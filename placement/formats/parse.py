@@ -1,0 +1,212 @@
+"""Strict JSON in and out: parsing that names every problem with its JSON path, the JSON
+Schemas of ``placement/schemas`` with messages in the same words, and atomic writes."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from placement.errors import InvalidInputError
+
+__all__ = ["jpath", "describe", "parse_json", "schema", "schema_problems", "read_json_file", "write_json_atomic"]
+
+
+# ------------------------------------------------------------------ JSON paths
+def jpath(parts: Iterable[str | int]) -> str:
+    out = ""
+    for p in parts:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += f".{p}" if out else str(p)
+    return out or "(document)"
+
+
+def describe(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return repr(v) if len(v) < 40 else repr(v[:37] + "...")
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return f"a list of {len(v)}"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__  # pragma: no cover
+
+
+class _NonFinite:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _parse_float(text: str) -> float | _NonFinite:
+    v = float(text)
+    return v if math.isfinite(v) else _NonFinite(text)
+
+
+def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
+    """Parse strict JSON: returns ``(data, problems)``.
+
+    NaN, Infinity and numbers that overflow to infinity (``1e999``) are problems with
+    their paths, as are duplicate keys; malformed JSON is one problem with line/column.
+    """
+    dup: list[str] = []
+
+    def pairs(kv: list[tuple[str, Any]]) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        for k, v in kv:
+            if k in d:
+                dup.append(k)
+            d[k] = v
+        return d
+
+    try:
+        data = json.loads(
+            text,
+            parse_constant=_NonFinite,
+            parse_float=_parse_float,
+            object_pairs_hook=pairs,
+        )
+    except json.JSONDecodeError as e:
+        return None, [f"malformed JSON {what}: {e.msg} at line {e.lineno} column {e.colno}"]
+    except RecursionError:
+        return None, [f"malformed JSON {what}: nested too deeply"]
+    problems = [f"duplicate key {k!r} in a JSON object" for k in dict.fromkeys(dup)]
+    bad: list[str] = []
+
+    def walk(x: Any, path: tuple[str | int, ...]) -> Any:
+        if isinstance(x, _NonFinite):
+            bad.append(f"{jpath(path)} must be a finite number, got {x.text}")
+            return None
+        if isinstance(x, dict):
+            return {k: walk(v, path + (k,)) for k, v in x.items()}
+        if isinstance(x, list):
+            return [walk(v, path + (i,)) for i, v in enumerate(x)]
+        return x
+
+    data = walk(data, ())
+    return data, problems + bad
+
+
+# -------------------------------------------------------------------- schemas
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of ``placement-instance/1`` (``"instance"``) or ``"solution"``."""
+    fname = {"instance": "placement-instance-1.schema.json", "solution": "placement-solution-1.schema.json"}[name]
+    return json.loads(resources.files("placement").joinpath("schemas", fname).read_text())
+
+
+@lru_cache(maxsize=None)
+def _validator(name: str) -> Any:
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine(
+        "integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool)
+    )
+    cls = jsonschema.validators.extend(base, type_checker=checker)
+    return cls(schema(name))
+
+
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "object": "an object",
+    "array": "a list",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def _schema_message(err: Any) -> str:
+    path = list(err.absolute_path)
+    where = jpath(path)
+    v, sch, kind = err.instance, err.schema, err.validator
+    if kind == "required":
+        missing = err.message.split("'")[1] if "'" in err.message else err.message
+        return f"{jpath(path + [missing])} is required"
+    if kind == "additionalProperties":
+        extra = sorted(set(v) - set(sch.get("properties", {})))
+        return f"{where}: unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
+    if kind == "type":
+        t = err.validator_value
+        words = " or ".join(_TYPE_WORDS.get(x, x) for x in (t if isinstance(t, list) else [t]))
+        return f"{where} must be {words}, got {describe(v)}"
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
+        noun = "an integer" if sch.get("type") == "integer" else "a number"
+        return f"{where} must be {noun} {op} {err.validator_value:g}, got {describe(v)}"
+    if kind == "enum":
+        opts = ", ".join(repr(x) for x in err.validator_value)
+        return f"{where} must be one of {opts}, got {describe(v)}"
+    if kind == "const":
+        return f"{where} must be {err.validator_value!r}, got {describe(v)}"
+    if kind == "minLength":
+        return f"{where} must be a non-empty string"
+    if kind in ("minItems", "maxItems"):
+        word = "at least" if kind == "minItems" else "at most"
+        return f"{where} must have {word} {err.validator_value} item(s), got {len(v)}"
+    if kind == "minProperties":
+        return f"{where} must not be empty"
+    if kind == "oneOf":
+        return (
+            f"{where} must be a distribution {{\"values\": [...], \"probs\": [...]}} "
+            f"or a list of per-scenario values, got {describe(v)}"
+        )
+    return f"{where}: {err.message}"  # pragma: no cover - every keyword used is mapped above
+
+
+def schema_problems(name: str, data: Any, skip: set[str]) -> list[str]:
+    out = []
+    for err in _validator(name).iter_errors(data):
+        if jpath(list(err.absolute_path)) in skip:
+            continue
+        out.append((list(map(str, err.absolute_path)), _schema_message(err)))
+    out.sort(key=lambda x: x[0])
+    return list(dict.fromkeys(m for _, m in out))
+
+
+
+def read_json_file(path: str | os.PathLike[str], error: type[InvalidInputError], what: str) -> tuple[Any, list[str], str]:
+    """Read and parse a JSON file: ``(data, problems so far, source)``; raises ``error``
+    when there is nothing to check further."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise error([f"cannot read {p}: {e}"], source=str(p)) from None
+    data, problems = parse_json(text, what=what)
+    if data is None:
+        raise error(problems, source=str(p))
+    return data, problems, str(p)
+
+
+
+def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write JSON to ``path`` via a temporary file and a rename: never a half-written file."""
+    p = Path(path)
+    text = json.dumps(data, indent=1, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+

@@ -1,0 +1,85 @@
+"""``placement-solution/1`` documents, read and written losslessly."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from placement.errors import SolutionFormatError
+from placement.formats.parse import describe, read_json_file, schema_problems, write_json_atomic
+from placement.model.records import Instance, JobReport, Solution, Status
+
+__all__ = ["SOLUTION_FORMAT", "solution_to_dict", "solution_from_dict", "load_solution", "dump_solution"]
+
+SOLUTION_FORMAT = "placement-solution/1"
+
+
+# ------------------------------------------------------------------ solutions
+def solution_to_dict(sol: Solution) -> dict[str, Any]:
+    return {
+        "format": SOLUTION_FORMAT,
+        "instance": sol.instance,
+        "method": sol.method,
+        "status": sol.status.value,
+        "objective": sol.objective,
+        "bound": sol.bound,
+        "assignment": {j: dict(a) for j, a in sol.assignment.items()},
+        "unplaced": list(sol.unplaced),
+        "jobs": {
+            j: {
+                "expected_iteration_ms": r.expected_iteration_ms,
+                "ideal_iteration_ms": r.ideal_iteration_ms,
+                "straggler_probability": r.straggler_probability,
+                "bandwidth_gbps": r.bandwidth_gbps,
+                "servers": r.servers,
+            }
+            for j, r in sol.jobs.items()
+        },
+        "stats": dict(sol.stats),
+    }
+
+
+def solution_from_dict(data: Any, instance: Instance | None = None, *, source: str | None = None,
+                       _pre: Sequence[str] = ()) -> Solution:
+    """Check and build a :class:`Solution`; with ``instance``, its ids are checked too
+    (capacity and the other constraints are the validator's business)."""
+    problems = list(_pre)
+    if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
+        got = data.get("format") if isinstance(data, dict) else data
+        problems.append(f"format must be {SOLUTION_FORMAT!r}, got {describe(got)}")
+        raise SolutionFormatError(problems, source=source)
+    problems += schema_problems("solution", data, set())
+    if not problems and instance is not None:
+        for jid, a in data["assignment"].items():
+            if jid not in instance.job_by_id:
+                problems.append(f"assignment.{jid} names unknown job {jid!r}")
+            for sid in a:
+                if sid not in instance.server_by_id:
+                    problems.append(f"assignment.{jid}.{sid} names unknown server {sid!r}")
+        for k, jid in enumerate(data["unplaced"]):
+            if jid not in instance.job_by_id:
+                problems.append(f"unplaced[{k}] names unknown job {jid!r}")
+    if problems:
+        raise SolutionFormatError(problems, source=source)
+    return Solution(
+        instance=data["instance"],
+        method=data["method"],
+        status=Status(data["status"]),
+        objective=data["objective"],
+        bound=data["bound"],
+        assignment={j: dict(a) for j, a in data["assignment"].items()},
+        unplaced=tuple(data["unplaced"]),
+        jobs={j: JobReport(**r) for j, r in data["jobs"].items()},
+        stats=data["stats"],
+    )
+
+
+def load_solution(path: str | os.PathLike[str], instance: Instance | None = None) -> Solution:
+    """Read a solution file; with ``instance``, its ids are checked against it."""
+    data, problems, src = read_json_file(path, SolutionFormatError, "solution")
+    return solution_from_dict(data, instance, source=src, _pre=problems)
+
+
+def dump_solution(sol: Solution, path: str | os.PathLike[str]) -> None:
+    write_json_atomic(path, solution_to_dict(sol))

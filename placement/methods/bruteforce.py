@@ -1,0 +1,165 @@
+"""Exhaustive enumeration of placements for tiny instances: the oracle of the tests.
+
+Every allocation of every job (all worker counts on all allowed servers) is priced with
+the evaluator's kernel, then a depth-first search over jobs with capacity checks and
+cost pruning finds the optimum.  Admission ``best_effort`` is lexicographic: most weight
+placed, then least objective.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from placement.errors import MethodUnavailableError
+from placement.evaluation.evaluate import evaluate
+from placement.model.records import Instance
+from placement.problem.state import State
+from placement.solving.options import Options, Outcome
+
+__all__ = ["brute_force", "job_allocations", "MAX_ALLOCATIONS", "MAX_SEARCH", "estimate_size"]
+
+MAX_ALLOCATIONS = 20_000
+"""Most allocations enumerated for one job."""
+MAX_SEARCH = 2_000_000
+"""Refuse when the product of per-job allocation counts exceeds this."""
+
+
+def _compositions(rooms: list[int], need: int, i: int = 0) -> Iterator[tuple[int, ...]]:
+    if i == len(rooms):
+        if need == 0:
+            yield ()
+        return
+    rest_cap = sum(rooms[i + 1:])
+    for k in range(max(0, need - rest_cap), min(rooms[i], need) + 1):
+        for tail in _compositions(rooms, need - k, i + 1):
+            yield (k,) + tail
+
+
+MAX_SERVERS = 64
+"""Most candidate servers of one job the enumeration takes on."""
+
+
+def _count(rooms: list[int], need: int) -> int:
+    """Number of allocations of ``need`` workers within ``rooms`` (dynamic programming)."""
+    ways = [1] + [0] * need
+    for r in rooms:
+        nxt = [0] * (need + 1)
+        for have, w in enumerate(ways):
+            if w:
+                for k in range(0, min(r, need - have) + 1):
+                    nxt[have + k] += w
+        ways = nxt
+    return ways[need]
+
+
+def job_allocations(st: State, jp: int, limit: int = MAX_ALLOCATIONS) -> list[dict[int, int]] | None:
+    """Every allocation of ``jp`` on empty capacity (``None`` if more than ``limit``)."""
+    job = st.instance.jobs[jp]
+    allowed = st.allowed(jp)
+    rooms = st.room(jp, allowed)
+    keep = rooms > 0
+    sps, rs = [int(s) for s in allowed[keep]], [int(r) for r in rooms[keep]]
+    if len(sps) > MAX_SERVERS or _count(rs, job.workers) > limit:
+        return None
+    out: list[dict[int, int]] = []
+    for comp in _compositions(rs, job.workers):
+        alloc = {sp: k for sp, k in zip(sps, comp) if k > 0}
+        if job.max_servers is not None and len(alloc) > job.max_servers:
+            continue
+        if len({int(st.component[s]) for s in alloc}) > 1:
+            continue
+        out.append(alloc)
+        if len(out) > limit:
+            return None
+    return out
+
+
+def estimate_size(instance: Instance) -> float:
+    """Product over jobs of their allocation counts (inf when one job alone is too many)."""
+    st = State(instance)
+    total = 1.0
+    for jp in range(len(instance.jobs)):
+        a = job_allocations(st, jp)
+        if a is None:
+            return math.inf
+        total *= max(1, len(a) + (instance.admission == "best_effort"))
+    return total
+
+
+def brute_force(instance: Instance, opts: Options) -> Outcome:
+    st = State(instance)
+    J = len(instance.jobs)
+    options: list[list[tuple[float, dict[int, int]]]] = []
+    size = 1.0
+    for jp in range(J):
+        allocs = job_allocations(st, jp)
+        if allocs is None:
+            raise MethodUnavailableError(f"brute_force: job {instance.jobs[jp].id!r} alone has more than {MAX_ALLOCATIONS} allocations")
+        costs = st.costs(jp, [list(a) for a in allocs]) if allocs else np.zeros(0)
+        opts_j = sorted(((float(c), a) for c, a in zip(costs, allocs) if math.isfinite(c)), key=lambda t: t[0])
+        options.append(opts_j)
+        size *= max(1, len(opts_j) + (instance.admission == "best_effort"))
+    if size > MAX_SEARCH:
+        raise MethodUnavailableError(f"brute_force: {size:.3g} combinations exceed its limit of {MAX_SEARCH:g}; use another method")
+    best_cost = [math.inf]
+    best_w = [-1.0]
+    best_sol: list[dict[int, dict[int, int]] | None] = [None]
+    min_rest = np.zeros(J + 1)
+    w_rest = np.zeros(J + 1)
+    order = sorted(range(J), key=lambda jp: len(options[jp]))
+    for i in range(J - 1, -1, -1):
+        jp = order[i]
+        min_rest[i] = min_rest[i + 1] + (options[jp][0][0] if options[jp] else 0.0)
+        w_rest[i] = w_rest[i + 1] + instance.jobs[jp].weight
+    best_effort = instance.admission == "best_effort"
+    cur: dict[int, dict[int, int]] = {}
+    timed_out = [False]
+
+    def dfs(i: int, cost: float, w: float) -> None:
+        if timed_out[0]:
+            return
+        if i == J:
+            if w > best_w[0] + 1e-12 or (abs(w - best_w[0]) <= 1e-12 and cost < best_cost[0]):
+                best_w[0], best_cost[0] = w, cost
+                best_sol[0] = {k: dict(v) for k, v in cur.items()}
+            return
+        if opts.budget.expired():
+            timed_out[0] = True
+            return
+        if best_effort:
+            if w + w_rest[i] < best_w[0] - 1e-12:
+                return
+        elif cost + min_rest[i] >= best_cost[0]:
+            return
+        jp = order[i]
+        job = instance.jobs[jp]
+        for c, alloc in options[jp]:
+            if not best_effort and cost + c + min_rest[i + 1] >= best_cost[0]:
+                break
+            if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()):
+                st.take(jp, alloc)
+                cur[jp] = alloc
+                dfs(i + 1, cost + c, w + job.weight)
+                del cur[jp]
+                st.release(jp)
+        if best_effort:
+            dfs(i + 1, cost, w)
+
+    dfs(0, 0.0, 0.0)
+    path = ["brute_force"]
+    if best_sol[0] is None:
+        if timed_out[0]:
+            return Outcome(None, path=path, message="time limit reached before any complete placement")
+        return Outcome(None, infeasible=True, path=path, message="enumeration found no placement of every job")
+    out = State(instance)
+    for jp, alloc in best_sol[0].items():
+        out.take(jp, alloc)
+    proven = not timed_out[0]
+    bound = None
+    if proven:
+        bound = evaluate(instance, out.assignment()).objective
+    return Outcome(out.assignment(), optimal=proven, bound=bound, path=path,
+                   message=None if proven else "time limit reached: best placement found, not proven")

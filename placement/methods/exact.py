@@ -1,0 +1,98 @@
+"""The one wrapper of the exact backends (cvxpy's ``Solver`` split): what every backend
+needs done is done here, so that a backend only builds its model, solves it and maps the
+answer back to servers (:class:`~placement.solving.backend.Backend`).
+
+1. **start**: ``options.start``, else the greedy placement;
+2. **cutoff**: the start's exact objective (admission ``all``): the backend prunes the
+   job-server pairs that cannot beat it, and its bound is capped by it;
+3. **fallback**: no incumbent, an incumbent the validator refuses, or a pruned model
+   reported infeasible: the start is returned (with the bound, when valid);
+4. **start beats incumbent**: the better of the two by the evaluator is returned;
+5. **claims**: ``optimal`` when the backend proved it (or its bound proves the returned
+   placement within its tolerance), ``infeasible`` only when its model is exact and
+   unpruned; with ``best_effort``, a bound only with a proof.
+"""
+
+from __future__ import annotations
+
+from placement.evaluation.evaluate import evaluate
+from placement.evaluation.ranking import best_placement
+from placement.evaluation.validate import validate
+from placement.formulations.cpsat import CpSatBackend
+from placement.formulations.milp import MilpBackend
+from placement.methods.greedy import greedy
+from placement.model.records import Assignment, Instance
+from placement.solving.backend import Backend, Termination
+from placement.solving.options import Options, Outcome
+
+__all__ = ["run_exact", "cpsat", "milp_highs", "milp_cbc"]
+
+
+def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: bool = True) -> Outcome:
+    """Run ``backend`` on ``instance`` with the steps above (``prune=False``: no cutoff,
+    for ``placement.bench reductions``)."""
+    path = [backend.name]
+    start = opts.start
+    if start is None:
+        start = greedy(instance, opts).assignment
+        path.append("start:greedy" if start is not None else "start:none")
+    cutoff = None
+    if prune and start is not None and instance.admission == "all":
+        cutoff = evaluate(instance, start).objective
+    res = backend.run(instance, start=start, cutoff=cutoff, budget=opts.budget, seed=opts.seed, threads=opts.threads)
+    path += res.path
+    best_effort = instance.admission == "best_effort"
+
+    def done(assignment: Assignment | None, *, optimal: bool = False, infeasible: bool = False,
+             bound: float | None = None, message: str | None = None) -> Outcome:
+        return Outcome(assignment, optimal=optimal, infeasible=infeasible, bound=bound, path=path,
+                       backend=backend.name, backend_version=backend.version(), message=message)
+
+    bound = res.bound
+    if cutoff is not None and bound is not None:
+        bound = min(bound, cutoff)  # pruned placements are no better than the start
+    if res.termination is Termination.INFEASIBLE:
+        if cutoff is not None:
+            # the start lies in the pruned model, so only numerical trouble gets here
+            path.append("returned start")
+            return done(start, message="the pruned model was reported infeasible; returned the start")
+        return done(None, infeasible=res.exact and not best_effort, message=res.message)
+    assignment = res.assignment
+    if assignment is not None and validate(instance, assignment):
+        # only a relaxed row (CP-SAT's rounded deadline) can let this happen
+        path.append("invalid after rounding")
+        assignment = None
+    if assignment is None:
+        if start is not None:
+            path.append("returned start")
+        why = res.message or f"{backend.name} ended {res.termination} without a placement"
+        return done(start, bound=None if best_effort else bound, message=why)
+    if best_placement(instance, assignment, start)[0] == 1:
+        path.append("start better than incumbent: returned start")
+        assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
+    true = evaluate(instance, assignment).objective
+    gap_ok = bound is not None and true - bound <= backend.optimal_rtol * max(1.0, abs(true))
+    proven = res.termination is Termination.OPTIMAL and (backend.trust_status or gap_ok)
+    optimal = res.exact and res.weight_proven and (proven or (cutoff is not None and gap_ok))
+    message = res.message
+    if res.termination is Termination.OPTIMAL and not optimal and not best_effort and bound is not None:
+        message = (message + "; " if message else "") + (
+            f"optimal for the backend's model, exact gap {true - bound:.3g} above tolerance")
+    if best_effort and not optimal:
+        bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
+    return done(assignment, optimal=optimal, bound=bound, message=message)
+
+
+def cpsat(instance: Instance, opts: Options) -> Outcome:
+    """CP-SAT (OR-Tools) on the exact model in integer units."""
+    return run_exact(instance, opts, CpSatBackend())
+
+
+def milp_highs(instance: Instance, opts: Options) -> Outcome:
+    """The exact MILP solved by HiGHS through PuLP, warm-started from the start."""
+    return run_exact(instance, opts, MilpBackend("highs"))
+
+
+def milp_cbc(instance: Instance, opts: Options) -> Outcome:
+    """The exact MILP solved by CBC through PuLP, warm-started from the start."""
+    return run_exact(instance, opts, MilpBackend("cbc"))

@@ -1,0 +1,191 @@
+"""The straggler- and communication-aware greedy construction.
+
+It prices every candidate with the evaluator's exact kernel (``State.costs``), so it trades
+the expected slowest-worker time against the all-reduce cost of the candidate's actual
+bottleneck bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from placement.model.records import Instance
+from placement.model.tolerances import IMPROVE_RTOL
+from placement.problem.arrays import arrays_of
+from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.state import State
+from placement.problem.topology import cluster_of
+from placement.methods.baselines import consolidate_state
+from placement.solving.options import Options, Outcome
+
+__all__ = ["greedy", "greedy_job", "greedy_state", "job_order", "density_order", "GREEDY_ROUNDS"]
+
+
+def job_order(instance: Instance) -> list[int]:
+    """Least flexible first: jobs whose allowed servers offer few GPUs per worker needed
+    (restricted GPU types or servers) come first, by powers of two of that ratio; within
+    a class, largest gangs first (hardest to fit), then heaviest per-iteration cost."""
+    idx = arrays_of(instance)
+    free = cluster_of(instance).free_gpus
+
+    def flex(jp: int) -> int:
+        usable = int(free[np.isfinite(idx.job_a(jp))].sum())
+        return int(math.floor(math.log2(max(usable, 1) / instance.jobs[jp].workers))) if usable else -1
+
+    return sorted(
+        range(len(instance.jobs)),
+        key=lambda jp: (min(flex(jp), 6), -instance.jobs[jp].workers,
+                        -instance.jobs[jp].weight * instance.jobs[jp].compute_ms, jp),
+    )
+
+
+def density_order(instance: Instance) -> list[int]:
+    """Most weight per GPU first, smaller gangs first among equals (best-effort admission:
+    the knapsack greedy for the weight placed)."""
+    return sorted(
+        range(len(instance.jobs)),
+        key=lambda jp: (-instance.jobs[jp].weight / instance.jobs[jp].workers, instance.jobs[jp].workers, jp),
+    )
+
+
+
+def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
+    need = W
+    alloc: dict[int, int] = {}
+    for sp, rr in zip(members[order], rooms[order]):
+        k = int(min(rr, need))
+        alloc[int(sp)] = k
+        need -= k
+        if need == 0:
+            break
+    return alloc
+
+
+def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
+    """The cheapest candidate allocation of ``jp`` on the current free capacity, and its
+    cost (inf: none fits).
+
+    Candidates: the best single servers; and inside each bandwidth domain able to hold the
+    gang, fills in three orders (expected compute time; fewest servers; probability of no
+    slowdown).  Domains are visited by increasing optimistic cost (their best server's
+    expected compute time plus the all-reduce time at their bandwidth) and skipped once that
+    cannot beat the best candidate found, which keeps the work per job near-linear in the
+    number of servers.
+    """
+    inst = st.instance
+    job = inst.jobs[jp]
+    W = job.workers
+    allowed = st.allowed(jp)
+    if len(allowed) == 0:
+        return None, math.inf
+    rooms = st.room(jp, allowed)
+    ok = rooms > 0
+    cand, crooms = allowed[ok], rooms[ok]
+    if crooms.sum() < W:
+        return None, math.inf
+    score = st.score(jp)
+    best_alloc: dict[int, int] | None = None
+    best = math.inf
+    single = cand[crooms >= W]
+    if len(single):
+        c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
+        top = single[np.argsort(score[single] + c, kind="stable")[:3]]
+        singles = [{int(sp): W} for sp in top]
+        costs = st.costs(jp, [list(o) for o in singles])
+        k = int(np.argmin(costs))
+        if math.isfinite(costs[k]):
+            best_alloc, best = singles[k], float(costs[k])
+    if W == 1 or job.max_servers == 1:
+        return best_alloc, best
+    cl = st.cluster
+    if not cl.domains:
+        return best_alloc, best
+    room_full = np.zeros(st.n, dtype=np.int64)
+    room_full[cand] = crooms
+    concat, offsets = cl.domain_concat
+    dom_room = np.add.reduceat(room_full[concat], offsets)
+    dom_maxroom = np.maximum.reduceat(room_full[concat], offsets)
+    # a set of k >= 2 servers of D has E[max] >= its largest E[a S] >= D's k-th smallest
+    masked = np.where(room_full > 0, score, math.inf)[concat]
+    seg = np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, len(concat))))
+    sorted_scores = masked[np.lexsort((masked, seg))]
+    lens = np.diff(np.append(offsets, len(concat)))
+    k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
+    kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
+    wf = weight_factor(inst, job)
+    lb = np.array([wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
+                   for m, d, r in zip(kth, cl.domains, dom_room)])
+    order = np.argsort(lb, kind="stable")
+    pos = 0
+    while pos < len(order) and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
+        # a chunk of domains at a time: one call of the exact kernel, then prune again
+        opts: list[dict[int, int]] = []
+        while pos < len(order) and len(opts) < 24 and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
+            members = cl.domain_members[order[pos]]
+            pos += 1
+            m = members[room_full[members] > 0]
+            r, sc = room_full[m], score[m]
+            sv = st.idx.job_survival(jp, m)
+            for o in (np.lexsort((-r, sc)), np.lexsort((sc, -r)), np.lexsort((-r, sc, -sv))):
+                alloc = _fill(m, r, o, W)
+                if job.max_servers is None or len(alloc) <= job.max_servers:
+                    opts.append(alloc)
+        if not opts:
+            continue
+        costs = st.costs(jp, [list(o) for o in opts])
+        k = int(np.argmin(costs))
+        if costs[k] < best:
+            best_alloc, best = opts[k], float(costs[k])
+    return best_alloc, best
+
+
+def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> State:
+    st = State(instance)
+    for jp in order if order is not None else job_order(instance):
+        alloc, _ = greedy_job(st, jp)
+        if alloc is not None:
+            st.take(jp, alloc)
+    return st
+
+
+
+GREEDY_ROUNDS = 4
+"""Squeaky-wheel rounds: jobs left out by one greedy pass go first in the next."""
+
+
+def greedy(instance: Instance, opts: Options) -> Outcome:
+    """Straggler- and communication-aware greedy construction.
+
+    With admission ``all``, jobs a pass could not place (their servers taken by more
+    flexible jobs) go first in the next pass, up to ``GREEDY_ROUNDS`` passes; if some still
+    do not fit, the consolidating baseline's packing is the fallback start."""
+    order = job_order(instance)
+    st = greedy_state(instance, order)
+    path = ["greedy"]
+    rounds = 1
+    while instance.admission == "all" and not st.complete and rounds < GREEDY_ROUNDS and not opts.budget.expired():
+        failed = [jp for jp in order if jp not in st.x]
+        order = failed + [jp for jp in order if jp in st.x]
+        nxt = greedy_state(instance, order)
+        rounds += 1
+        if nxt.rank() < st.rank():
+            st = nxt
+    if rounds > 1:
+        path = [f"greedy({rounds} rounds)"]
+    if instance.admission == "best_effort":
+        st2 = greedy_state(instance, density_order(instance))
+        if st2.rank() < st.rank():
+            st = st2
+            path = ["greedy(weight-density order)"]
+    if not st.complete:
+        st2 = consolidate_state(instance)
+        path.append("consolidate-fallback")
+        if st2.complete:
+            st = st2
+        else:
+            return Outcome(None, path=path, message="greedy and the consolidating fallback could not place every job")
+    return Outcome(st.assignment(), path=path)
+

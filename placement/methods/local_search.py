@@ -1,0 +1,288 @@
+"""Local search that improves any placement: hill-climbing over the moves of :data:`MOVES`,
+then iterated local search (ruin a few jobs, recreate them greedily, climb again, keep the
+result only if it is better), seeded, within the budget.
+
+Every move is priced exactly (``State.costs``) and respects capacity, ``max_servers`` and,
+when re-planning, the move budget and price.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from placement.evaluation.ranking import best_placement
+from placement.formulations.transport import transport_lower_bound
+from placement.methods.greedy import greedy, greedy_job
+from placement.methods.replan import start_from_previous
+from placement.model.records import Assignment, Instance
+from placement.model.tolerances import IMPROVE_RTOL
+from placement.problem.state import State
+from placement.solving.budget import Budget, checks_margin
+from placement.solving.options import Options, Outcome
+
+__all__ = ["local_search", "bound_then_improve", "MOVES", "KICK_SIZE", "PATIENCE_MIN", "PATIENCE_PER_JOB", "RELOCATE_TARGETS", "SWAP_TARGETS"]
+
+RELOCATE_TARGETS = 8
+"""``relocate`` tries the servers of least expected compute time, this many."""
+SWAP_TARGETS = 6
+"""``swap`` tries this many best servers and this many random others."""
+KICK_SIZE = (2, 4)
+"""A kick ruins between this many jobs (inclusive)."""
+PATIENCE_MIN = 30
+PATIENCE_PER_JOB = 3
+"""The iterated local search stops after ``max(PATIENCE_MIN, PATIENCE_PER_JOB * jobs)``
+kicks in a row that did not help (or at the end of the budget)."""
+
+
+def _improve(st: State, rng: np.random.Generator, budget: Budget, jobs: Sequence[int] | None = None) -> int:
+    """Hill-climb (over ``jobs``, default all) until a pass makes no move or time runs
+    out; returns moves made."""
+    inst = st.instance
+    moves = 0
+    pool = np.arange(len(inst.jobs)) if jobs is None else np.asarray(list(jobs), dtype=np.int64)
+    improved = True
+    while improved and not budget.expired():
+        improved = False
+        # best effort: insert what now fits (more weight placed always wins)
+        for jp in pool:
+            jp = int(jp)
+            if jp not in st.x:
+                alloc, c = greedy_job(st, jp)
+                if alloc is not None:
+                    st.take(jp, alloc)
+                    moves += 1
+                    improved = True
+        for jp in rng.permutation(pool):
+            jp = int(jp)
+            if budget.expired():
+                break
+            if jp not in st.x:
+                continue
+            if any(move(st, jp, rng) for _, move in MOVES):
+                moves += 1
+                improved = True
+    return moves
+
+
+def _better(new: float, old: float) -> bool:
+    return new < old - IMPROVE_RTOL * max(1.0, abs(old))
+
+
+def _reinsert(st: State, jp: int, rng: np.random.Generator) -> bool:
+    """Take the job out and put it back where the greedy would now."""
+    old_alloc = st.x[jp]
+    old = st.priced(jp, old_alloc)
+    st.release(jp)
+    alloc, c = greedy_job(st, jp)
+    st.take(jp, old_alloc)
+    if alloc is not None and _better(st.priced(jp, alloc), old) and st.change_ok({jp: (old_alloc, alloc)}):
+        st.release(jp)
+        st.take(jp, alloc)
+        return True
+    return False
+
+
+def _relocate(st: State, jp: int, rng: np.random.Generator, top: int = RELOCATE_TARGETS) -> bool:
+    """Move all of ``jp``'s workers off one server: onto one new server, or onto the
+    job's other servers (fewer servers)."""
+    job = st.instance.jobs[jp]
+    alloc = st.x[jp]
+    old = st.priced(jp, alloc)
+    score = st.score(jp)
+    allowed = st.allowed(jp)
+    used = np.array(sorted(alloc), dtype=np.int64)
+    rooms = st.room(jp, allowed)
+    free_targets = allowed[(rooms > 0) & ~np.isin(allowed, used)]
+    if len(free_targets) > top:
+        free_targets = free_targets[np.argsort(score[free_targets], kind="stable")[:top]]
+    for n in used[np.argsort(-score[used], kind="stable")]:
+        n = int(n)
+        k = alloc[n]
+        rest = {s: c for s, c in alloc.items() if s != n}
+        options: list[dict[int, int]] = []
+        # merge into the job's other servers (targets elsewhere that cannot reach the
+        # job's other servers cost inf through the all-reduce term)
+        if rest:
+            room_rest = st.room(jp, list(rest))
+            if room_rest.sum() >= k:
+                merged = dict(rest)
+                need = k
+                for s, r in sorted(zip(rest, room_rest), key=lambda t: score[t[0]]):
+                    add = int(min(r, need))
+                    merged[s] += add
+                    need -= add
+                    if need == 0:
+                        break
+                options.append(merged)
+        rt = st.room(jp, free_targets) if len(free_targets) else np.zeros(0, dtype=np.int64)
+        for m, r in zip(free_targets, rt):
+            if r >= k:
+                opt = dict(rest)
+                opt[int(m)] = k
+                if job.max_servers is None or len(opt) <= job.max_servers:
+                    options.append(opt)
+        options = [o for o in options if st.change_ok({jp: (alloc, o)})]
+        if not options:
+            continue
+        costs = st.costs(jp, [list(o) for o in options])
+        if st.move_cost:
+            costs = costs + st.move_cost * np.array([st.moves_of(jp, o) for o in options])
+        b = int(np.argmin(costs))
+        if _better(float(costs[b]), old):
+            st.release(jp)
+            st.take(jp, options[b])
+            return True
+    return False
+
+
+def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS) -> bool:
+    """Exchange one of ``jp``'s servers with a server of another job, all workers of
+    both jobs on them moving, when capacity allows and the sum of costs drops."""
+    inst = st.instance
+    alloc = st.x[jp]
+    score = st.score(jp)
+    allowed = st.allowed(jp)
+    used = set(alloc)
+    others = [int(s) for s in allowed if int(s) not in used]
+    if not others:
+        return False
+    others.sort(key=lambda s: score[s])
+    targets = others[:top]
+    if len(others) > top:
+        targets += [int(s) for s in rng.choice(others[top:], size=min(top, len(others) - top), replace=False)]
+    holders = st.holders
+    worst = sorted(alloc, key=lambda s: -score[s])[:2]
+    old_j = st.priced(jp, alloc)
+    for n in worst:
+        for m in targets:
+            if score[m] >= score[n]:
+                continue
+            for ip in sorted(holders.get(m, ())):
+                if ip == jp:
+                    continue
+                a_i = st.x[ip]
+                if n in a_i or m in st.x[jp] or not inst.jobs[ip].allows(inst.servers[n]):
+                    continue
+                new_j = {s: c for s, c in alloc.items() if s != n}
+                new_j[m] = alloc[n]
+                new_i = {s: c for s, c in a_i.items() if s != m}
+                new_i[n] = a_i[m]
+                mj, mi = inst.jobs[jp].max_servers, inst.jobs[ip].max_servers
+                if (mj is not None and len(new_j) > mj) or (mi is not None and len(new_i) > mi):
+                    continue
+                old = old_j + st.priced(ip, a_i)
+                new = st.priced(jp, new_j) + st.priced(ip, new_i)
+                if not _better(new, old) or not st.change_ok({jp: (alloc, new_j), ip: (a_i, new_i)}):
+                    continue
+                # capacity check by trial
+                sj, si = st.release(jp), st.release(ip)
+                if st.room(jp, [m])[0] >= new_j[m]:
+                    st.take(jp, new_j)
+                    if st.room(ip, [n])[0] >= new_i[n]:
+                        st.take(ip, new_i)
+                        return True
+                    st.release(jp)
+                st.take(jp, sj)
+                st.take(ip, si)
+    return False
+
+
+Move = Callable[[State, int, np.random.Generator], bool]
+
+MOVES: tuple[tuple[str, Move], ...] = (
+    ("reinsert", _reinsert),
+    ("relocate", _relocate),
+    ("swap", _swap),
+)
+"""The moves of the hill-climb, tried in this order on each job; the first that improves
+is taken.  A new move is a function ``(state, job position, rng) -> bool`` (it applies
+itself when it improves) and one line here."""
+
+
+def _perturb(st: State, rng: np.random.Generator, budget: Budget) -> tuple[int, int]:
+    """Iterated local search: ruin ``KICK_SIZE`` random jobs, recreate them greedily in
+    random order, hill-climb around them, keep the result only if it is better.  Stops at
+    the end of the budget or after the patience runs out."""
+    inst = st.instance
+    J = len(inst.jobs)
+    if J < 2:
+        return 0, 0
+    best_rank, best = st.rank(), st.snapshot()
+    patience = max(PATIENCE_MIN, PATIENCE_PER_JOB * J)
+    kicks = kept = fails = 0
+    while fails < patience and not budget.expired():
+        kicks += 1
+        placed = sorted(st.x)
+        k = int(min(len(placed), rng.integers(KICK_SIZE[0], KICK_SIZE[1] + 1)))
+        if k == 0:
+            break
+        victims = [int(v) for v in rng.choice(placed, size=k, replace=False)]
+        for jp in victims:
+            st.release(jp)
+        for jp in rng.permutation(victims):
+            alloc, _ = greedy_job(st, int(jp))
+            if alloc is not None:
+                st.take(int(jp), alloc)
+        # climb again around the kick only: the victims and the jobs sharing their servers
+        near = set(victims)
+        for jp in victims:
+            for sp in st.x.get(jp, {}):
+                near |= st.holders.get(sp, set())
+        _improve(st, rng, budget, sorted(near))
+        r = st.rank()
+        within = st.move_budget is None or st.moved <= st.move_budget
+        if within and (r[0] < best_rank[0] or (r[0] == best_rank[0] and _better(r[1], best_rank[1]))):
+            best_rank, best = r, st.snapshot()
+            kept += 1
+            fails = 0
+        else:
+            st.restore(best)
+            fails += 1
+    st.restore(best)
+    return kicks, kept
+
+
+def local_search(instance: Instance, opts: Options) -> Outcome:
+    """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
+    path: list[str] = []
+    if opts.previous is not None:
+        st, note = start_from_previous(instance, opts.previous, opts.max_moves, opts.move_cost)
+        path.append(note)
+    elif opts.start is not None:
+        st = State.from_assignment(instance, opts.start)
+        path.append("start")
+    else:
+        g = greedy(instance, opts)
+        path += g.path
+        if g.assignment is None:
+            return Outcome(None, path=path + ["local_search"], message=g.message)
+        st = State.from_assignment(instance, g.assignment)
+    rng = np.random.default_rng(opts.seed)
+    moves = _improve(st, rng, opts.budget)
+    kicks, kept = _perturb(st, rng, opts.budget)
+    path.append(f"local_search({moves} moves, {kicks} kicks, {kept} kept)")
+    if not st.complete:
+        return Outcome(None, path=path, message="local search could not place every job")
+    return Outcome(st.assignment(), path=path)
+
+
+def bound_then_improve(instance: Instance, opts: Options, best: Assignment, path: list[str],
+                       label: str = "") -> tuple[Assignment, float | None]:
+    """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
+    ``all``; 30% of the time left, at least 0.5 s), then local search from ``best`` with the
+    rest of the budget less the driver's checks margin; the better of the two placements.
+    With a ``label``, both steps are named in ``path`` after it."""
+    bound = None
+    if instance.admission == "all":
+        bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.3 * opts.budget.left()))
+        if bound is not None and label:
+            path.append(f"{label}transport_bound")
+    end = opts.budget.before(checks_margin(opts.time_limit_s))
+    if end.left() > 0.1:
+        ls = local_search(instance, opts.but(start=best, budget=end, previous=None))
+        path += ([f"{label}local_search"] if label else []) + ls.path
+        found = best_placement(instance, best, ls.assignment)[1]
+        best = best if found is None else found
+    return best, bound

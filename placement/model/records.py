@@ -1,0 +1,264 @@
+"""Frozen, typed records of the model of DESIGN.md.
+
+Times are in milliseconds, bandwidths in Gbit/s, sizes in MB.  The records do not
+validate themselves: :func:`placement.formats.instance_from_dict` is the one boundary where
+documents are checked, and it reports every problem at once.  Records built by hand in
+Python can be checked the same way with :func:`placement.formats.checked`.
+
+This module imports nothing of the package: what is derived from an instance (its
+cluster's bandwidth domains, the evaluator's arrays) is built by :mod:`placement.problem`
+and memoised in :attr:`Instance.derived`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Any, Union
+
+__all__ = [
+    "Slowdown",
+    "Server",
+    "Switch",
+    "Link",
+    "Job",
+    "Scenarios",
+    "Instance",
+    "Status",
+    "JobReport",
+    "Solution",
+    "Assignment",
+    "Override",
+    "OBJECTIVES",
+    "ADMISSIONS",
+]
+
+OBJECTIVES = ("weighted_expected_iteration_time", "weighted_expected_jct")
+ADMISSIONS = ("all", "best_effort")
+
+Assignment = Mapping[str, Mapping[str, int]]
+"""``{job_id: {server_id: workers}}``; a job absent (or mapped to ``{}``) is unplaced."""
+
+
+def _frozen_map(m: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(m or {}))
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """A discrete slowdown distribution: ``P(S = values[k]) = probs[k]``, values >= 1.
+
+    >>> Slowdown((1.0, 2.0), (0.9, 0.1)).mean()
+    1.1
+    """
+
+    values: tuple[float, ...] = (1.0,)
+    probs: tuple[float, ...] = (1.0,)
+
+    def mean(self) -> float:
+        return float(sum(v * p for v, p in zip(self.values, self.probs)))
+
+    def survival(self) -> float:
+        """Probability of no slowdown, ``P(S <= 1)``."""
+        return float(sum(p for v, p in zip(self.values, self.probs) if v <= 1.0))
+
+    @property
+    def is_trivial(self) -> bool:
+        return all(v <= 1.0 for v, p in zip(self.values, self.probs) if p > 0)
+
+
+NO_SLOWDOWN = Slowdown()
+
+Override = Union[Slowdown, tuple[float, ...]]
+"""A job's own slowdown estimate for one server: a distribution (independent instances)
+or one value per scenario (instances with a scenario table)."""
+
+
+@dataclass(frozen=True)
+class Server:
+    id: str
+    gpus: int
+    gpu_type: str
+    intra_bandwidth_gbps: float
+    used_gpus: int = 0
+    cpus: float | None = None
+    memory_gb: float | None = None
+    slowdown: Slowdown = NO_SLOWDOWN
+
+    @property
+    def free_gpus(self) -> int:
+        return self.gpus - self.used_gpus
+
+
+@dataclass(frozen=True)
+class Switch:
+    id: str
+
+
+@dataclass(frozen=True)
+class Link:
+    source: str
+    target: str
+    bandwidth_gbps: float
+
+
+@dataclass(frozen=True)
+class Job:
+    """A gang of ``workers`` GPUs, placed all together or not at all."""
+
+    id: str
+    workers: int
+    compute_ms: float
+    gradient_mb: float
+    iterations: int | None = None
+    weight: float = 1.0
+    gpu_speed: Mapping[str, float] | None = None
+    cpus_per_worker: float | None = None
+    memory_gb_per_worker: float | None = None
+    max_servers: int | None = None
+    allowed_servers: tuple[str, ...] | None = None
+    deadline_s: float | None = None
+    slowdown: Mapping[str, Override] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slowdown", _frozen_map(self.slowdown))
+        if self.gpu_speed is not None:
+            object.__setattr__(self, "gpu_speed", _frozen_map(self.gpu_speed))
+        if self.allowed_servers is not None:
+            object.__setattr__(self, "allowed_servers", tuple(self.allowed_servers))
+
+    def speed(self, gpu_type: str) -> float | None:
+        """Relative speed on ``gpu_type``; ``None`` when the type is not allowed."""
+        if self.gpu_speed is None:
+            return 1.0
+        return self.gpu_speed.get(gpu_type)
+
+    def allows(self, server: Server) -> bool:
+        if self.allowed_servers is not None and server.id not in self.allowed_servers:
+            return False
+        return self.speed(server.gpu_type) is not None
+
+
+@dataclass(frozen=True)
+class Scenarios:
+    """Correlated slowdowns: scenario ``s`` has probability ``probs[s]`` and multiplies
+    server ``n`` by ``slowdowns[n][s]`` (servers not listed: 1.0)."""
+
+    probs: tuple[float, ...]
+    slowdowns: Mapping[str, tuple[float, ...]]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slowdowns", _frozen_map(self.slowdowns))
+
+    @property
+    def count(self) -> int:
+        return len(self.probs)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A placement problem: a cluster, pending jobs, slowdown estimates, an objective."""
+
+    name: str
+    servers: tuple[Server, ...]
+    jobs: tuple[Job, ...]
+    switches: tuple[Switch, ...] = ()
+    links: tuple[Link, ...] = ()
+    scenarios: Scenarios | None = None
+    objective: str = "weighted_expected_iteration_time"
+    admission: str = "all"
+    source: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Memo of what :mod:`placement.problem` derives from this instance (built on first
+    use); not part of the record's value, never written to a document."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+
+    @cached_property
+    def server_by_id(self) -> Mapping[str, Server]:
+        return MappingProxyType({s.id: s for s in self.servers})
+
+    @cached_property
+    def job_by_id(self) -> Mapping[str, Job]:
+        return MappingProxyType({j.id: j for j in self.jobs})
+
+    @cached_property
+    def server_pos(self) -> Mapping[str, int]:
+        return MappingProxyType({s.id: i for i, s in enumerate(self.servers)})
+
+    @cached_property
+    def job_pos(self) -> Mapping[str, int]:
+        return MappingProxyType({j.id: i for i, j in enumerate(self.jobs)})
+
+    def replace(self, **changes: Any) -> Instance:
+        """A copy with ``changes`` (nothing derived is carried over)."""
+        return dataclasses.replace(self, **changes)
+
+
+class Status(str, enum.Enum):
+    """What a solution holds. ``optimal`` only when proven for the true objective."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    INFEASIBLE = "infeasible"
+    NO_SOLUTION = "no_solution"
+    ERROR = "error"
+
+    @property
+    def has_placement(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class JobReport:
+    """The evaluator's figures for one placed job."""
+
+    expected_iteration_ms: float
+    ideal_iteration_ms: float
+    straggler_probability: float
+    bandwidth_gbps: float
+    servers: int
+
+
+@dataclass(frozen=True)
+class Solution:
+    """The answer of :func:`placement.solve`: every number in it comes from the evaluator."""
+
+    instance: str
+    method: str
+    status: Status
+    objective: float | None
+    bound: float | None
+    assignment: Assignment
+    unplaced: tuple[str, ...]
+    jobs: Mapping[str, JobReport]
+    stats: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "assignment",
+            MappingProxyType({j: MappingProxyType(dict(a)) for j, a in self.assignment.items()}),
+        )
+        object.__setattr__(self, "jobs", _frozen_map(self.jobs))
+        object.__setattr__(self, "stats", _frozen_map(self.stats))
+        object.__setattr__(self, "unplaced", tuple(self.unplaced))
+        object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap ``(objective - bound) / objective``; ``None`` without both."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.objective == 0:
+            return 0.0
+        return max(0.0, (self.objective - self.bound) / abs(self.objective))

@@ -1,0 +1,131 @@
+"""The rules of the model, each written once: every layer above (validator, heuristics,
+exact models, bounds) calls these instead of restating them.
+
+- **communication**: the ring all-reduce time of a job at a bandwidth;
+- **objective**: a job's coefficient on ``E[T_j]``;
+- **capacity**: how many workers of a job fit in what is left of a server (GPUs, CPU,
+  memory), whether a demand is over a capacity, and the integer units of capacity rows;
+- **deadline**: the largest ``E[T_j]`` that meets a job's deadline;
+- **singled out**: the servers some job names (``allowed_servers``) or has its own estimate
+  for, which aggregations must keep apart;
+- **moves**: the workers a new allocation takes off their previous servers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from placement.model.records import Instance, Job
+from placement.model.tolerances import CAPACITY_RESOLUTION, CAPACITY_RTOL, DEADLINE_RTOL
+
+__all__ = [
+    "comm_ms",
+    "weight_factor",
+    "RESOURCES",
+    "worker_room",
+    "over_capacity",
+    "demand_units",
+    "capacity_units",
+    "exact_in_units",
+    "deadline_limit_ms",
+    "meets_deadline",
+    "singled_out_servers",
+    "moves",
+]
+
+
+# -------------------------------------------------------------- communication
+def comm_ms(job: Job, bandwidth_gbps: float) -> float:
+    """Ring all-reduce time ``2 (W-1)/W * 8 G / B`` in ms (0 for one worker, inf when B=0)."""
+    if job.workers == 1:
+        return 0.0
+    if bandwidth_gbps <= 0:
+        return math.inf
+    return 2.0 * (job.workers - 1) / job.workers * 8.0 * job.gradient_mb / bandwidth_gbps
+
+
+# ------------------------------------------------------------------ objective
+def weight_factor(instance: Instance, job: Job) -> float:
+    """The objective's coefficient on ``E[T_j]`` (ms): ``w_j``, or ``w_j iterations_j / 1000``."""
+    if instance.objective == "weighted_expected_jct":
+        return job.weight * (job.iterations or 0) / 1000.0
+    return job.weight
+
+
+# ------------------------------------------------------------------- capacity
+RESOURCES = (("cpus", "cpus_per_worker"), ("memory_gb", "memory_gb_per_worker"))
+"""The divisible resources besides GPUs: (server field, job field per worker)."""
+
+
+def worker_room(job: Job, gpus_left: np.ndarray, cpus_left: np.ndarray, memory_left: np.ndarray) -> np.ndarray:
+    """How many more workers of ``job`` fit in what is left of each server (arrays over the
+    same servers; ``inf`` CPU or memory where the server states none)."""
+    r = gpus_left.astype(float)
+    for left, per in ((cpus_left, job.cpus_per_worker), (memory_left, job.memory_gb_per_worker)):
+        if per:
+            r = np.minimum(r, np.floor(left / per + CAPACITY_RTOL))
+    return np.maximum(r, 0).astype(np.int64)
+
+
+def over_capacity(demand: float, capacity: float | None) -> bool:
+    """Whether ``demand`` exceeds ``capacity`` (``None``: unlimited) beyond float noise."""
+    return capacity is not None and demand > capacity * (1 + CAPACITY_RTOL)
+
+
+def demand_units(per_worker: float) -> int:
+    """A per-worker CPU/memory demand in integer units of ``CAPACITY_RESOLUTION``, rounded
+    up (against the placement)."""
+    return int(math.ceil(per_worker / CAPACITY_RESOLUTION - 1e-6))
+
+
+def capacity_units(capacity: float) -> int:
+    """A server's CPU/memory capacity in integer units, rounded down (against the placement)."""
+    return int(math.floor(capacity / CAPACITY_RESOLUTION + 1e-6))
+
+
+def exact_in_units(instance: Instance) -> bool:
+    """Whether every CPU/memory value is a whole number of units, so that integer capacity
+    rows are exact (and an integer model's infeasibility is the instance's)."""
+
+    def whole(x: float | None) -> bool:
+        return x is None or abs(x / CAPACITY_RESOLUTION - round(x / CAPACITY_RESOLUTION)) <= 1e-6
+
+    return all(whole(getattr(s, f)) for s in instance.servers for f, _ in RESOURCES) and all(
+        whole(getattr(j, per)) for j in instance.jobs for _, per in RESOURCES
+    )
+
+
+# ------------------------------------------------------------------- deadline
+def deadline_limit_ms(job: Job) -> float | None:
+    """The largest expected iteration time (ms) that meets ``job``'s deadline, ``None``
+    without one: ``iterations * E[T] / 1000 <= deadline_s`` up to ``DEADLINE_RTOL``."""
+    if job.deadline_s is None:
+        return None
+    return job.deadline_s * 1000.0 / max(job.iterations or 0, 1) * (1 + DEADLINE_RTOL)
+
+
+def meets_deadline(job: Job, expected_ms: float) -> bool:
+    """Whether an expected iteration time of ``expected_ms`` meets ``job``'s deadline."""
+    limit = deadline_limit_ms(job)
+    return limit is None or expected_ms <= limit
+
+
+# ---------------------------------------------------------------- singled out
+def singled_out_servers(instance: Instance) -> frozenset[str]:
+    """Servers some job names in ``allowed_servers`` or carries its own estimate for: they
+    are not interchangeable with servers that look the same."""
+    out: set[str] = set()
+    for j in instance.jobs:
+        out.update(j.allowed_servers or ())
+        out.update(j.slowdown)
+    return frozenset(out)
+
+
+# ---------------------------------------------------------------------- moves
+def moves(previous: Mapping[object, int], new: Mapping[object, int]) -> int:
+    """Workers of one job that ``new`` takes off their ``previous`` servers (re-planning):
+    ``sum_n max(0, previous[n] - new[n])``."""
+    return sum(max(0, int(k) - int(new.get(n, 0))) for n, k in previous.items())

@@ -1,0 +1,210 @@
+"""Mutable working state shared by the constructive methods: remaining capacity and the
+partial assignment, with per-job helpers (allowed servers, room, exact single-job cost)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from placement.model.records import Assignment, Instance
+from placement.problem.arrays import arrays_of
+from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
+from placement.problem.topology import cluster_of
+
+__all__ = ["State"]
+
+
+class State:
+    """Remaining GPUs/CPU/memory per server and the placement built so far.
+
+    ``x[jp]`` maps server positions to worker counts of job position ``jp``.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.idx = arrays_of(instance)
+        self.cluster = cluster_of(instance)
+        servers = instance.servers
+        self.n = len(servers)
+        self.gpus = self.cluster.free_gpus.astype(np.int64).copy()
+        self.cpus = np.array([math.inf if s.cpus is None else s.cpus for s in servers], dtype=float)
+        self.mem = np.array([math.inf if s.memory_gb is None else s.memory_gb for s in servers], dtype=float)
+        self.x: dict[int, dict[int, int]] = {}
+        self.holders: dict[int, set[int]] = {}
+        """Server position -> jobs with workers on it."""
+        # re-planning: the previous placement, a budget of moved workers, a price per move
+        self.prev: dict[int, dict[int, int]] = {}
+        self.move_budget: int | None = None
+        self.move_cost = 0.0
+        self.moved = 0
+        """Workers moved off their previous servers by the current placement."""
+        self._allowed: dict[int, np.ndarray] = {}
+        self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
+        self.component = self.cluster.component
+
+    # ------------------------------------------------------------- per job
+    def allowed(self, jp: int) -> np.ndarray:
+        """Server positions job ``jp`` may use (GPU type and ``allowed_servers``)."""
+        if jp not in self._allowed:
+            self._allowed[jp] = np.flatnonzero(np.isfinite(self.idx.job_a(jp)))
+        return self._allowed[jp]
+
+    def a(self, jp: int) -> np.ndarray:
+        """Ideal per-worker compute time of ``jp`` on every server (inf where not allowed)."""
+        return self.idx.job_a(jp)
+
+    def score(self, jp: int) -> np.ndarray:
+        """Expected compute time ``a * E[S]`` of ``jp`` on every server."""
+        return self.idx.job_score(jp)
+
+    def room(self, jp: int, sps: np.ndarray | Sequence[int]) -> np.ndarray:
+        """How many more workers of ``jp`` each server in ``sps`` can take now."""
+        sps = np.asarray(sps, dtype=np.int64)
+        return worker_room(self.instance.jobs[jp], self.gpus[sps], self.cpus[sps], self.mem[sps])
+
+    def take(self, jp: int, alloc: Mapping[int, int]) -> None:
+        job = self.instance.jobs[jp]
+        for sp, k in alloc.items():
+            self.gpus[sp] -= k
+            if job.cpus_per_worker:
+                self.cpus[sp] -= k * job.cpus_per_worker
+            if job.memory_gb_per_worker:
+                self.mem[sp] -= k * job.memory_gb_per_worker
+        self.x[jp] = dict(alloc)
+        for sp in alloc:
+            self.holders.setdefault(sp, set()).add(jp)
+        if jp in self.prev:
+            self.moved += self.moves_of(jp, alloc) - self.moves_of(jp, {})
+
+    def release(self, jp: int) -> dict[int, int]:
+        alloc = self.x.pop(jp, {})
+        job = self.instance.jobs[jp]
+        if jp in self.prev and alloc:
+            self.moved += self.moves_of(jp, {}) - self.moves_of(jp, alloc)
+        for sp in alloc:
+            self.holders[sp].discard(jp)
+        for sp, k in alloc.items():
+            self.gpus[sp] += k
+            if job.cpus_per_worker:
+                self.cpus[sp] += k * job.cpus_per_worker
+            if job.memory_gb_per_worker:
+                self.mem[sp] += k * job.memory_gb_per_worker
+        return alloc
+
+    # ------------------------------------------------------------ re-planning
+    def set_previous(self, prev: Mapping[int, Mapping[int, int]], budget: int | None, cost: float) -> None:
+        """Count moves against ``prev`` (call on an empty state)."""
+        self.prev = {jp: dict(a) for jp, a in prev.items()}
+        self.move_budget, self.move_cost = budget, cost
+        self.moved = sum(self.moves_of(jp, self.x.get(jp, {})) for jp in self.prev)
+
+    def moves_of(self, jp: int, alloc: Mapping[int, int]) -> int:
+        """Workers of ``jp`` that ``alloc`` takes off their previous servers."""
+        return moves(self.prev.get(jp, {}), alloc)
+
+    def change_ok(self, changes: Mapping[int, tuple[Mapping[int, int], Mapping[int, int]]]) -> bool:
+        """Whether replacing each job's ``old`` allocation by ``new`` keeps the moves within
+        the budget (``changes[jp] = (old, new)``)."""
+        if self.move_budget is None or not self.prev:
+            return True
+        delta = sum(self.moves_of(jp, new) - self.moves_of(jp, old) for jp, (old, new) in changes.items())
+        return self.moved + delta <= self.move_budget
+
+    def priced(self, jp: int, alloc: Mapping[int, int]) -> float:
+        """Cost plus the price of the moves ``alloc`` makes."""
+        c = self.cost(jp, alloc)
+        return c + self.move_cost * self.moves_of(jp, alloc) if self.move_cost else c
+
+    def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]:
+        return ({j: dict(a) for j, a in self.x.items()}, self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.moved)
+
+    def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]) -> None:
+        x, g, c, m, moved = snap
+        self.x = {j: dict(a) for j, a in x.items()}
+        self.gpus, self.cpus, self.mem, self.moved = g.copy(), c.copy(), m.copy(), moved
+        self.holders = {}
+        for jp, a in self.x.items():
+            for sp in a:
+                self.holders.setdefault(sp, set()).add(jp)
+
+    # ---------------------------------------------------------------- costs
+    def costs(self, jp: int, sets: Sequence[Sequence[int]]) -> np.ndarray:
+        """Objective contribution ``w_j E[T_j]`` of ``jp`` on each server set (exact, from
+        the evaluator's kernel); inf when the set is unreachable or misses the deadline."""
+        job = self.instance.jobs[jp]
+        keys = [tuple(sorted(s)) for s in sets]
+        todo = [k for k in dict.fromkeys(keys) if (jp, k) not in self._cost_cache]
+        if todo:
+            e, _, _ = self.idx.expected_max([(jp, k) for k in todo])
+            wf = weight_factor(self.instance, job)
+            for k, ek in zip(todo, e):
+                ids = [self.instance.servers[sp].id for sp in k]
+                t = float(ek) + comm_ms(job, self.cluster.bandwidth(ids))
+                if not meets_deadline(job, t):
+                    t = math.inf
+                # weight factor may be 0 (jct objective with 0 iterations is refused by the loader)
+                self._cost_cache[(jp, k)] = wf * t if math.isfinite(t) else math.inf
+        return np.array([self._cost_cache[(jp, k)] for k in keys])
+
+    def cost(self, jp: int, alloc: Mapping[int, int]) -> float:
+        return float(self.costs(jp, [list(alloc)])[0])
+
+    # ---------------------------------------------------------------- ranking
+    def rank(self) -> tuple[float, float]:
+        """Lexicographic key of this state, smaller is better: (-weight placed, objective
+        plus the price of moved workers when re-planning)."""
+        w = sum(self.instance.jobs[jp].weight for jp in self.x)
+        return (-w, sum(self.cost(jp, a) for jp, a in self.x.items()) + self.move_cost * self.moved)
+
+    @property
+    def complete(self) -> bool:
+        """Whether this state is an answer under the instance's admission (``all``: every
+        job placed)."""
+        return self.instance.admission != "all" or len(self.x) == len(self.instance.jobs)
+
+    # ---------------------------------------------------------------- output
+    def assignment(self) -> Assignment:
+        servers = self.instance.servers
+        return {
+            self.instance.jobs[jp].id: {servers[sp].id: int(k) for sp, k in sorted(alloc.items()) if k > 0}
+            for jp, alloc in sorted(self.x.items())
+        }
+
+    @classmethod
+    def from_assignment(cls, instance: Instance, assignment: Assignment) -> State:
+        st = cls(instance)
+        for jid, a in assignment.items():
+            alloc = {instance.server_pos[s]: int(k) for s, k in a.items() if k > 0}
+            if alloc:
+                st.take(instance.job_pos[jid], alloc)
+        return st
+
+    def fill(self, jp: int, order: Sequence[int] | np.ndarray, *, one_component: bool = True) -> dict[int, int] | None:
+        """Put ``jp``'s workers on servers in ``order`` as many as each has room for,
+        within one connected component and ``max_servers``; ``None`` if it cannot fit."""
+        job = self.instance.jobs[jp]
+        order = np.asarray(order, dtype=np.int64)  # type: ignore[assignment]
+        if len(order) == 0:
+            return None
+        rooms = self.room(jp, order)
+        comps = self.component[order] if one_component else np.zeros(len(order), dtype=np.int64)
+        tried: set[int] = set()
+        for c in comps:
+            if int(c) in tried:
+                continue
+            tried.add(int(c))
+            need = job.workers
+            alloc: dict[int, int] = {}
+            for sp, r, cc in zip(order, rooms, comps):
+                if cc != c or r <= 0:
+                    continue
+                k = int(min(r, need))
+                alloc[int(sp)] = k
+                need -= k
+                if need == 0:
+                    break
+            if need == 0 and (job.max_servers is None or len(alloc) <= job.max_servers):
+                return alloc
+        return None

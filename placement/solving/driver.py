@@ -1,0 +1,147 @@
+"""``placement.solve``: run a method, then validate and evaluate what it returns.
+
+Whatever the method, the returned :class:`~placement.model.Solution` holds only numbers
+the evaluator computed, a placement the validator accepted, and a bound only when it is
+valid for the true objective.  The driver assembles what it is handed (the registry's
+method, the options, the budget); no method imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from importlib import metadata
+
+from placement.errors import MethodUnavailableError
+from placement.evaluation.bounds import lower_bound, reportable_bound
+from placement.evaluation.evaluate import evaluate
+from placement.evaluation.feasibility import infeasibility_reason
+from placement.evaluation.validate import validate
+from placement.model.records import Assignment, Instance, Solution, Status
+from placement.problem.rules import moves
+from placement.solving.budget import Budget
+from placement.solving.options import Options, Outcome
+from placement.solving.registry import REGISTRY, get_method
+
+__all__ = ["solve", "moved_workers"]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("placement")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def moved_workers(previous: Assignment, assignment: Assignment) -> int:
+    """Workers moved from ``previous`` to ``assignment``, over the jobs in both (finished
+    jobs are not in ``assignment``'s instance and are not counted)."""
+    return sum(moves(prev, assignment[jid]) for jid, prev in previous.items() if jid in assignment)
+
+
+def solve(
+    instance: Instance,
+    method: str = "auto",
+    *,
+    time_limit_s: float = 10.0,
+    seed: int = 0,
+    threads: int = 1,
+    start: Assignment | None = None,
+    previous: Assignment | None = None,
+    max_moves: int | None = None,
+    move_cost: float = 0.0,
+) -> Solution:
+    """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
+
+    >>> import placement
+    >>> sol = placement.solve(placement.load_bundled("tiny"), "greedy", seed=1)
+    >>> sol.status.value
+    'feasible'
+
+    Re-planning: with ``previous`` (the placement running now), ``auto`` and
+    ``local_search`` re-optimise from it moving at most ``max_moves`` workers and/or paying
+    ``move_cost`` (objective units) per moved worker; ``stats.moved_workers`` says how
+    many moved.  New jobs are placed; jobs no longer in the instance are dropped.
+
+    Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
+    :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
+    statuses of the returned solution.
+    """
+    spec = get_method(method)
+    for name, value, ok in (
+        ("time_limit_s", time_limit_s, isinstance(time_limit_s, (int, float)) and time_limit_s > 0),
+        ("seed", seed, isinstance(seed, int) and seed >= 0),
+        ("threads", threads, isinstance(threads, int) and threads >= 1),
+    ):
+        if not ok or isinstance(value, bool):
+            raise ValueError(f"The {name!r} parameter of solve must be positive. Got {value!r} instead.")
+    if not spec.available:
+        raise MethodUnavailableError(f"method {spec.name!r} needs {', '.join(spec.requires)}, which is not installed")
+    if previous is not None and not spec.replans:
+        replanners = " or ".join(repr(m.name) for m in REGISTRY if m.replans)
+        raise ValueError(f"The 'previous' parameter of solve (re-planning) needs method {replanners}. Got {spec.name!r} instead.")
+    if max_moves is not None and (not isinstance(max_moves, int) or isinstance(max_moves, bool) or max_moves < 0):
+        raise ValueError(f"The 'max_moves' parameter of solve must be an int >= 0. Got {max_moves!r} instead.")
+    if not isinstance(move_cost, (int, float)) or move_cost < 0:
+        raise ValueError(f"The 'move_cost' parameter of solve must be a number >= 0. Got {move_cost!r} instead.")
+    t0 = time.monotonic()
+    opts = Options(time_limit_s=float(time_limit_s), seed=seed, threads=threads, start=start,
+                   budget=Budget(t0 + float(time_limit_s)), previous=previous, max_moves=max_moves,
+                   move_cost=float(move_cost))
+    outcome = spec.load()(instance, opts)
+    sol = _finish(instance, spec.name, outcome, opts, t0)
+    if previous is not None and sol.status.has_placement:
+        extra = {"moved_workers": moved_workers(previous, sol.assignment), "max_moves": max_moves, "move_cost": move_cost}
+        sol = dataclasses.replace(sol, stats={**sol.stats, **extra})
+    return sol
+
+
+def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float) -> Solution:
+    stats: dict[str, object] = {
+        "time_limit_s": opts.time_limit_s,
+        "seed": opts.seed,
+        "threads": opts.threads,
+        "backend": out.backend or "placement",
+        "backend_version": out.backend_version or _version(),
+        "path": list(out.path),
+    }
+    if out.message:
+        stats["message"] = out.message
+    all_jobs = tuple(j.id for j in instance.jobs)
+
+    def empty(status: Status) -> Solution:
+        stats["wall_s"] = time.monotonic() - t0
+        return Solution(instance.name, method, status, None, None, {}, all_jobs, {}, stats)
+
+    if out.assignment is None:
+        if out.infeasible:
+            return empty(Status.INFEASIBLE)
+        reason = infeasibility_reason(instance)
+        if reason is not None:
+            stats["message"] = reason
+            return empty(Status.INFEASIBLE)
+        return empty(Status.NO_SOLUTION)
+    assignment = {j: {s: int(k) for s, k in a.items() if k > 0} for j, a in out.assignment.items()}
+    assignment = {j: a for j, a in assignment.items() if a}
+    violations = validate(instance, assignment)
+    if violations:
+        stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))
+        return empty(Status.ERROR)
+    ev = evaluate(instance, assignment)
+    stats["placed_weight"] = ev.placed_weight
+    bound, note = reportable_bound(out.bound if out.bound is not None else lower_bound(instance), ev.objective)
+    if note:
+        stats["message"] = note
+    status = Status.OPTIMAL if out.optimal else Status.FEASIBLE
+    stats["wall_s"] = time.monotonic() - t0
+    return Solution(
+        instance=instance.name,
+        method=method,
+        status=status,
+        objective=ev.objective,
+        bound=bound,
+        assignment=assignment,
+        unplaced=ev.unplaced,
+        jobs=ev.jobs,
+        stats=stats,
+    )
