@@ -99,8 +99,15 @@ def _summary(inst: Any, sol: Any) -> None:
     if not sol.jobs:
         return
     t = Table(show_edge=False, pad_edge=False)
-    for col, just in (("job", "left"), ("workers", "right"), ("expected ms", "right"), ("ideal ms", "right"),
-                      ("P(straggle)", "right"), ("Gbit/s", "right"), ("servers", "left")):
+    for col, just in (
+        ("job", "left"),
+        ("workers", "right"),
+        ("expected ms", "right"),
+        ("ideal ms", "right"),
+        ("P(straggle)", "right"),
+        ("Gbit/s", "right"),
+        ("servers", "left"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for job in inst.jobs:
         r = sol.jobs.get(job.id)
@@ -108,8 +115,15 @@ def _summary(inst: Any, sol: Any) -> None:
             t.add_row(job.id, str(job.workers), "unplaced", "", "", "", "")
             continue
         srv = ", ".join(f"{s}:{k}" for s, k in sol.assignment[job.id].items())
-        t.add_row(job.id, str(job.workers), f"{r.expected_iteration_ms:.2f}", f"{r.ideal_iteration_ms:.2f}",
-                  f"{r.straggler_probability:.3f}", f"{r.bandwidth_gbps:g}", srv if len(srv) < 60 else srv[:57] + "...")
+        t.add_row(
+            job.id,
+            str(job.workers),
+            f"{r.expected_iteration_ms:.2f}",
+            f"{r.ideal_iteration_ms:.2f}",
+            f"{r.straggler_probability:.3f}",
+            f"{r.bandwidth_gbps:g}",
+            srv if len(srv) < 60 else srv[:57] + "...",
+        )
     con.print(t)
 
 
@@ -119,31 +133,63 @@ def cli() -> None:
     """Straggler-aware placement of gang-scheduled training jobs on GPU clusters."""
 
 
-_EXIT = {"optimal": EXIT_OK, "feasible": EXIT_OK, "infeasible": EXIT_INFEASIBLE, "no_solution": EXIT_NO_SOLUTION, "error": EXIT_INTERNAL}
+_EXIT = {
+    "optimal": EXIT_OK,
+    "feasible": EXIT_OK,
+    "infeasible": EXIT_INFEASIBLE,
+    "no_solution": EXIT_NO_SOLUTION,
+    "error": EXIT_INTERNAL,
+}
 
 
 @cli.command()
 @click.argument("instance", required=False)
 @click.option("-m", "--method", default="auto", show_default=True, help="A name from `placement methods`.")
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
-              help="Seconds for the whole command: loading and writing count; the solver gets the rest (at least 10%).")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds for the whole command: loading and writing count; the solver gets the rest (at least 10%).",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the solution JSON here (default: stdout).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True),
+    help="Write the solution JSON here (default: stdout).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No summary table on stderr.")
-@click.option("--previous", type=click.Path(exists=True, dir_okay=False), help="Re-plan from this solution (the placement running now).")
+@click.option(
+    "--previous",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Re-plan from this solution (the placement running now).",
+)
 @click.option("--max-moves", type=click.IntRange(min=0), default=None, help="With --previous: move at most K workers.")
-@click.option("--move-cost", type=click.FloatRange(min=0), default=0.0, help="With --previous: objective units per moved worker.")
+@click.option(
+    "--move-cost", type=click.FloatRange(min=0), default=0.0, help="With --previous: objective units per moved worker."
+)
 @_guard
-def solve(instance: str | None, method: str, time_limit: float, seed: int, threads: int, output: str | None, quiet: bool,
-          previous: str | None, max_moves: int | None, move_cost: float) -> None:
+def solve(
+    instance: str | None,
+    method: str,
+    time_limit: float,
+    seed: int,
+    threads: int,
+    output: str | None,
+    quiet: bool,
+    previous: str | None,
+    max_moves: int | None,
+    move_cost: float,
+) -> None:
     """Solve INSTANCE (a file or a bundled name; default: the bundled `demo`).
 
     The solution JSON goes to stdout (or --output); a summary table goes to stderr.
     """
     import placement
-    from placement.instances import DEFAULT_INSTANCE
     from placement.formats import solution_to_dict
+    from placement.instances import DEFAULT_INSTANCE
 
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
@@ -154,8 +200,16 @@ def solve(instance: str | None, method: str, time_limit: float, seed: int, threa
             raise InvalidInputError([f"--previous re-plans with -m auto or -m local_search, not {method!r}"])
     elif max_moves is not None or move_cost:
         raise InvalidInputError(["--max-moves and --move-cost need --previous"])
-    sol = placement.solve(inst, method, time_limit_s=solve_budget(time_limit, len(inst.jobs), quiet), seed=seed,
-                          threads=threads, previous=prev, max_moves=max_moves, move_cost=move_cost)
+    sol = placement.solve(
+        inst,
+        method,
+        time_limit_s=solve_budget(time_limit, len(inst.jobs), quiet),
+        seed=seed,
+        threads=threads,
+        previous=prev,
+        max_moves=max_moves,
+        move_cost=move_cost,
+    )
     _emit(solution_to_dict(sol), output)
     if not quiet:
         _summary(inst, sol)
@@ -227,9 +281,13 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
         _err(f"note: the file says objective {sol.objective:.9g}; the evaluator computes {ev.objective:.9g}")
     if samples:
         mc = placement.monte_carlo(inst, sol.assignment, samples=samples, seed=seed)
-        out["monte_carlo"] = {"samples": mc.samples, "seed": mc.seed, "objective": mc.objective,
-                              "objective_ci95": mc.objective_ci,
-                              "jobs": {j: {"mean": m, "ci95": c} for j, (m, c) in mc.jobs.items()}}
+        out["monte_carlo"] = {
+            "samples": mc.samples,
+            "seed": mc.seed,
+            "objective": mc.objective,
+            "objective_ci95": mc.objective_ci,
+            "jobs": {j: {"mean": m, "ci95": c} for j, (m, c) in mc.jobs.items()},
+        }
     click.echo(json.dumps(out, indent=1))
 
 
@@ -261,31 +319,75 @@ def _generate_options(fn: F) -> F:
     opts = [
         click.option("--topology", type=click.Choice(TOPOLOGIES), default=d.topology, show_default=True),
         click.option("--pods", type=click.IntRange(min=1), default=d.pods, show_default=True, help="Pods (multi-pod)."),
-        click.option("--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."),
+        click.option(
+            "--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."
+        ),
         click.option("--servers-per-rack", type=click.IntRange(min=1), default=d.servers_per_rack, show_default=True),
-        click.option("--gpus-per-server", type=click.IntRange(min=1, max=4096), default=d.gpus_per_server, show_default=True),
-        click.option("--gpu-types", default=d.gpu_types, show_default=True, help="Comma-separated, assigned to racks in turn (H100, A100, V100, T4)."),
+        click.option(
+            "--gpus-per-server", type=click.IntRange(min=1, max=4096), default=d.gpus_per_server, show_default=True
+        ),
+        click.option(
+            "--gpu-types",
+            default=d.gpu_types,
+            show_default=True,
+            help="Comma-separated, assigned to racks in turn (H100, A100, V100, T4).",
+        ),
         click.option("--nic-gbps", type=click.FloatRange(min=0, min_open=True), default=d.nic_gbps, show_default=True),
-        click.option("--uplink-gbps", type=click.FloatRange(min=0, min_open=True), default=d.uplink_gbps, show_default=True),
-        click.option("--core-gbps", type=click.FloatRange(min=0, min_open=True), default=d.core_gbps, show_default=True),
+        click.option(
+            "--uplink-gbps", type=click.FloatRange(min=0, min_open=True), default=d.uplink_gbps, show_default=True
+        ),
+        click.option(
+            "--core-gbps", type=click.FloatRange(min=0, min_open=True), default=d.core_gbps, show_default=True
+        ),
         click.option("--regime", type=click.Choice(REGIMES), default=d.regime, show_default=True),
         click.option("--hot-fraction", type=click.FloatRange(0, 1), default=d.hot_fraction, show_default=True),
-        click.option("--scenarios", type=click.IntRange(min=1), default=d.scenarios, show_default=True, help="Scenario count (correlated)."),
+        click.option(
+            "--scenarios",
+            type=click.IntRange(min=1),
+            default=d.scenarios,
+            show_default=True,
+            help="Scenario count (correlated).",
+        ),
         click.option("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True),
         click.option("--job-mix", type=click.Choice(JOB_MIXES), default=d.job_mix, show_default=True),
-        click.option("--load", type=click.FloatRange(0, 4, min_open=True), default=d.load, show_default=True, help="GPU demand / free GPUs (above 1 with best_effort)."),
+        click.option(
+            "--load",
+            type=click.FloatRange(0, 4, min_open=True),
+            default=d.load,
+            show_default=True,
+            help="GPU demand / free GPUs (above 1 with best_effort).",
+        ),
         click.option("--used-fraction", type=click.FloatRange(0, 1), default=d.used_fraction, show_default=True),
         click.option("--cpu-memory/--no-cpu-memory", default=d.cpu_memory, show_default=True),
         click.option("--admission", type=click.Choice(["all", "best_effort"]), default=d.admission, show_default=True),
-        click.option("--objective", type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]), default=d.objective, show_default=True),
-        click.option("--servers-from", type=click.Choice(SERVER_SOURCES), default=d.servers_from,
-                     help="Draw server shapes (GPU model, count, CPU, memory) from a real trace."),
-        click.option("--jobs-from", type=click.Choice(JOB_SOURCES), default=d.jobs_from,
-                     help="Take the jobs submitted in a window of a real trace (at most --jobs)."),
+        click.option(
+            "--objective",
+            type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]),
+            default=d.objective,
+            show_default=True,
+        ),
+        click.option(
+            "--servers-from",
+            type=click.Choice(SERVER_SOURCES),
+            default=d.servers_from,
+            help="Draw server shapes (GPU model, count, CPU, memory) from a real trace.",
+        ),
+        click.option(
+            "--jobs-from",
+            type=click.Choice(JOB_SOURCES),
+            default=d.jobs_from,
+            help="Take the jobs submitted in a window of a real trace (at most --jobs).",
+        ),
         click.option("--window-start-s", type=float, default=d.window_start_s, show_default=True),
-        click.option("--window-hours", type=click.FloatRange(min=0, min_open=True), default=d.window_hours, show_default=True),
-        click.option("--prove-optimum/--no-prove-optimum", default=d.prove_optimum, show_default=True,
-                     help="Record the brute-force optimum in metadata (tiny instances)."),
+        click.option(
+            "--window-hours", type=click.FloatRange(min=0, min_open=True), default=d.window_hours, show_default=True
+        ),
+        click.option(
+            "--prove-optimum/--no-prove-optimum",
+            default=d.prove_optimum,
+            show_default=True,
+            help="Record the brute-force optimum in metadata (tiny instances).",
+        ),
         click.option("--seed", type=click.IntRange(min=0), default=d.seed, show_default=True),
         click.option("--name", default=d.name, help="Instance name (default: derived from the options)."),
     ]
@@ -300,8 +402,9 @@ def _generate_options(fn: F) -> F:
 @_guard
 def generate(output: str | None, **kw: Any) -> None:
     """Generate a seeded instance; its `source` records this command to reproduce it."""
-    from placement.instances.generate import GeneratorSpec, generate as gen
     from placement.formats import instance_to_dict
+    from placement.instances.generate import GeneratorSpec
+    from placement.instances.generate import generate as gen
 
     spec = GeneratorSpec(**kw)
     bad = spec.problems()
@@ -316,18 +419,46 @@ def generate(output: str | None, **kw: Any) -> None:
 
 @cli.command()
 @click.argument("instances", nargs=-1, required=True)
-@click.option("-m", "--methods", default="all", show_default=True,
-              help="Comma-separated names (or package.module:function for your own policy); 'all' = every registered method.")
+@click.option(
+    "-m",
+    "--methods",
+    default="all",
+    show_default=True,
+    help="Comma-separated names (or package.module:function for your own policy); 'all' = every registered method.",
+)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--time-limits", default="10", show_default=True, help="Comma-separated seconds.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Threads per run.")
 @click.option("--parallel", type=click.IntRange(min=1), default=None, help="Runs at a time (default: cores / threads).")
-@click.option("--grace", type=click.FloatRange(min=0), default=None, help="Seconds past the limit before a run is killed (default max(10, limit/2)).")
-@click.option("-o", "--out", "out_dir", default="results/sweep", show_default=True, help="Folder for runs.jsonl, runs.csv, report.md and plots; re-running resumes.")
-@click.option("--dask", default=None, help="Run on a Dask cluster: an address, or 'local' (needs placement[distributed]).")
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds past the limit before a run is killed (default max(10, limit/2)).",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out_dir",
+    default="results/sweep",
+    show_default=True,
+    help="Folder for runs.jsonl, runs.csv, report.md and plots; re-running resumes.",
+)
+@click.option(
+    "--dask", default=None, help="Run on a Dask cluster: an address, or 'local' (needs placement[distributed])."
+)
 @_guard
-def compare(instances: tuple[str, ...], methods: str, seeds: str, time_limits: str, threads: int, parallel: int | None,
-            grace: float | None, out_dir: str, dask: str | None) -> None:
+def compare(
+    instances: tuple[str, ...],
+    methods: str,
+    seeds: str,
+    time_limits: str,
+    threads: int,
+    parallel: int | None,
+    grace: float | None,
+    out_dir: str,
+    dask: str | None,
+) -> None:
     """Compare methods on INSTANCES (files, folders or bundled names such as library/medium)."""
     from placement.compare.harness import compare as run_compare
     from placement.solving.registry import REGISTRY
@@ -346,14 +477,25 @@ def compare(instances: tuple[str, ...], methods: str, seeds: str, time_limits: s
 
     for n in names:
         get_method(n)
-    rows = run_compare(list(instances), names, seeds=nums(seeds, int, "seeds"), time_limits=nums(time_limits, float, "time-limits"),
-                       threads=threads, parallel=parallel, out_dir=out_dir, dask=dask, grace_s=grace,
-                       say=lambda m: click.echo(m, err=True))
+    rows = run_compare(
+        list(instances),
+        names,
+        seeds=nums(seeds, int, "seeds"),
+        time_limits=nums(time_limits, float, "time-limits"),
+        threads=threads,
+        parallel=parallel,
+        out_dir=out_dir,
+        dask=dask,
+        grace_s=grace,
+        say=lambda m: click.echo(m, err=True),
+    )
     from placement.compare.report import summarise
 
     for s in summarise(rows):
-        click.echo(f"{s['method']:14s} solved {s['solved']}/{s['runs']}  optimal {s['optimal']}  "
-                   f"objective/best {s['objective_gm_ratio']:.4f}  time {s['time_sgm_s']:.2f}s  failed {s['failed']}")
+        click.echo(
+            f"{s['method']:14s} solved {s['solved']}/{s['runs']}  optimal {s['optimal']}  "
+            f"objective/best {s['objective_gm_ratio']:.4f}  time {s['time_sgm_s']:.2f}s  failed {s['failed']}"
+        )
     click.echo(f"wrote {out_dir}/runs.jsonl, runs.csv, report.md, profile.png, objective_vs_time.png, time_vs_size.png")
 
 
@@ -368,8 +510,8 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     jobs come from the generator options."""
     from pathlib import Path
 
-    from placement.instances.slurm import instance_from_slurm
     from placement.formats import instance_to_dict
+    from placement.instances.slurm import instance_from_slurm
 
     try:
         levels = [float(x) for x in level_gbps.split(",") if x.strip()]
@@ -388,20 +530,67 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
 
 @cli.command()
 @click.argument("instance")
-@click.option("--logs", "logs", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Iteration log CSV (job, worker, server, iteration, duration); repeatable.")
-@click.option("--pai", "pai", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="An Alibaba PAI per-worker file (worker, gpu, time, batch_time_norm); servers are <job>/w<worker>.")
-@click.option("--telemetry", type=click.Path(exists=True, dir_okay=False), help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).")
-@click.option("--demands", type=click.Path(exists=True, dir_okay=False), help="Per-job demand CSV (job, cpu, memory, network, gpu), with --telemetry.")
-@click.option("--jobs", "jobs_file", type=click.Path(exists=True, dir_okay=False), help="Replace INSTANCE's jobs by this JSON list of jobs (INSTANCE is then the cluster).")
-@click.option("--half-life", type=click.FloatRange(min=0, min_open=True), default=None, help="Recency half-life, in log iterations (default 1000).")
-@click.option("--prior-strength", type=click.FloatRange(min=0, min_open=True), default=None, help="Beta prior pseudo-iterations (default 5).")
-@click.option("--horizon", type=click.IntRange(min=1), default=1, show_default=True, help="Telemetry steps ahead to forecast.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the instance here (default: stdout).")
+@click.option(
+    "--logs",
+    "logs",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Iteration log CSV (job, worker, server, iteration, duration); repeatable.",
+)
+@click.option(
+    "--pai",
+    "pai",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="An Alibaba PAI per-worker file (worker, gpu, time, batch_time_norm); servers are <job>/w<worker>.",
+)
+@click.option(
+    "--telemetry",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).",
+)
+@click.option(
+    "--demands",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Per-job demand CSV (job, cpu, memory, network, gpu), with --telemetry.",
+)
+@click.option(
+    "--jobs",
+    "jobs_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Replace INSTANCE's jobs by this JSON list of jobs (INSTANCE is then the cluster).",
+)
+@click.option(
+    "--half-life",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Recency half-life, in log iterations (default 1000).",
+)
+@click.option(
+    "--prior-strength",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Beta prior pseudo-iterations (default 5).",
+)
+@click.option(
+    "--horizon", type=click.IntRange(min=1), default=1, show_default=True, help="Telemetry steps ahead to forecast."
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the instance here (default: stdout)."
+)
 @_guard
-def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemetry: str | None, demands: str | None,
-             jobs_file: str | None, half_life: float | None, prior_strength: float | None, horizon: int, output: str | None) -> None:
+def estimate(
+    instance: str,
+    logs: tuple[str, ...],
+    pai: tuple[str, ...],
+    telemetry: str | None,
+    demands: str | None,
+    jobs_file: str | None,
+    half_life: float | None,
+    prior_strength: float | None,
+    horizon: int,
+    output: str | None,
+) -> None:
     """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
     import numpy as np
 
@@ -426,14 +615,18 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
     servers = fleet = None
     if logs or pai:
         parts = [est.read_iteration_log(p) for p in logs] + ([est.read_pai(list(pai))] if pai else [])
-        log = est.LogData(*(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration")))
+        log = est.LogData(
+            *(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration"))
+        )
         kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
         servers, fleet = est.estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
         servers = {k: v for k, v in servers.items() if k in inst.server_by_id or k in set(log.server)}
         inst = est.apply_estimates(inst, servers, fleet)
     overrides = None
     if telemetry and demands:
-        overrides = est.contention_overrides(inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon)
+        overrides = est.contention_overrides(
+            inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon
+        )
         inst = est.apply_estimates(inst, overrides=overrides)
     _emit(instance_to_dict(inst), output)
     from rich.table import Table
@@ -444,10 +637,17 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
         for c in ("server", "samples", "recency-weighted", "P(straggle)", "E[S]", "support"):
             t.add_column(c)
         for sid, e in servers.items():
-            t.add_row(sid, str(e.samples), f"{e.effective:.1f}", f"{e.straggle_probability:.3f}", f"{e.mean:.3f}",
-                      " ".join(f"{v:g}" for v in e.slowdown.values))
+            t.add_row(
+                sid,
+                str(e.samples),
+                f"{e.effective:.1f}",
+                f"{e.straggle_probability:.3f}",
+                f"{e.mean:.3f}",
+                " ".join(f"{v:g}" for v in e.slowdown.values),
+            )
         con.print(t)
-        con.print(f"fleet prior (servers without observations): E[S] = {fleet.mean():.3f}")
+        if fleet is not None:
+            con.print(f"fleet prior (servers without observations): E[S] = {fleet.mean():.3f}")
     if overrides:
         n = sum(len(v) for v in overrides.values())
         con.print(f"contention: {n} job-server overrides for {len(overrides)} job(s) from the telemetry forecast")
@@ -455,8 +655,16 @@ def estimate(instance: str, logs: tuple[str, ...], pai: tuple[str, ...], telemet
 
 @cli.command()
 @click.argument("pai_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
-@click.option("--train-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0, min_open=True), default=5.0, show_default=True, help="For the replay's placements.")
+@click.option(
+    "--train-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="For the replay's placements.",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @_guard
 def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int) -> None:

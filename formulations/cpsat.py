@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
@@ -65,39 +66,39 @@ class Scale:
         return int(math.floor(x * self.objective_scale + 1e-9)) if x > 0 else 0
 
 
-def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
+def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple[Any, ...]:
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
     inst = index.instance
     R = CPSAT_PROB_UNITS
-    x: dict[tuple[int, int], object] = {}
-    placed: dict[int, object] = {}
-    obj_terms: list[tuple[int, object]] = []
-    weight_terms: list[tuple[int, object]] = []
-    per_server: dict[int, list[tuple[int, object]]] = {}
-    hints: list[tuple[object, int]] = []
+    x: dict[tuple[int, int], Any] = {}
+    placed: dict[int, Any] = {}
+    obj_terms: list[tuple[int, Any]] = []
+    weight_terms: list[tuple[int, Any]] = []
+    per_server: dict[int, list[tuple[int, Any]]] = {}
+    hints: list[tuple[Any, int]] = []
     probs = index.scenario_probs
     for j in index.jobs:
         job = inst.jobs[j.jp]
         tag = f"j{j.jp}"
         start_alloc = None if start is None else start.get(job.id, {})
         if index.best_effort:
-            p = m.NewBoolVar(f"placed_{tag}")
+            p = m.new_bool_var(f"placed_{tag}")
             if start_alloc is not None:
                 hints.append((p, 1 if start_alloc else 0))
         else:
-            p = m.NewConstant(1)
+            p = m.new_constant(1)
         placed[j.jp] = p
         if len(j.servers) == 0 or not j.homes:
-            m.Add(p == 0)
+            m.add(p == 0)
             continue
         xs, ys = [], []
         for i, sp in enumerate(j.servers):
-            xv = m.NewIntVar(0, int(j.cap[i]), f"x_{tag}_{i}")
-            yv = m.NewBoolVar(f"y_{tag}_{i}")
-            m.Add(xv <= int(j.cap[i]) * yv)
-            m.Add(xv >= yv)
+            xv = m.new_int_var(0, int(j.cap[i]), f"x_{tag}_{i}")
+            yv = m.new_bool_var(f"y_{tag}_{i}")
+            m.add(xv <= int(j.cap[i]) * yv)
+            m.add(xv >= yv)
             xs.append(xv)
             ys.append(yv)
             x[(j.jp, int(sp))] = xv
@@ -105,31 +106,33 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
             if start_alloc is not None:
                 k = int(start_alloc.get(inst.servers[int(sp)].id, 0))
                 hints += [(xv, k), (yv, int(k > 0))]
-        m.Add(sum(xs) == j.workers * p)
+        m.add(sum(xs) == j.workers * p)
         if job.max_servers is not None:
-            m.Add(sum(ys) <= job.max_servers)
-        zs = [m.NewBoolVar(f"z_{tag}_{h}") for h in range(len(j.homes))]
-        m.Add(sum(zs) == p)
-        covers: dict[int, list[object]] = {}
+            m.add(sum(ys) <= job.max_servers)
+        zs = [m.new_bool_var(f"z_{tag}_{h}") for h in range(len(j.homes))]
+        m.add(sum(zs) == p)
+        covers: dict[int, list[Any]] = {}
         for h, home in enumerate(j.homes):
             for i in home.members:
                 covers.setdefault(i, []).append(zs[h])
             if home.domain is not None:
-                m.Add(sum(ys[i] for i in home.members) >= 2 * zs[h])
+                m.add(sum(ys[i] for i in home.members) >= 2 * zs[h])
         for i, yv in enumerate(ys):
-            m.Add(yv <= sum(covers.get(i, [])))
+            m.add(yv <= sum(covers.get(i, [])))
         # E[T_j] + C_j in ms, as (ms per unit of the variable, variable)
-        exp_terms: list[tuple[float, object]] = [(home.comm_ms, zs[h]) for h, home in enumerate(j.homes) if home.comm_ms > 0]
+        exp_terms: list[tuple[float, Any]] = [
+            (home.comm_ms, zs[h]) for h, home in enumerate(j.homes) if home.comm_ms > 0
+        ]
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None
             for s, ps in enumerate(probs):
                 hi = max(scale.time_floor(float(j.scen_time[:, s].max())), 0)
-                tau = m.NewIntVar(0, hi, f"tau_{tag}_{s}")
-                m.Add(tau >= scale.time_floor(float(j.scen_floor[s])) * p)
+                tau = m.new_int_var(0, hi, f"tau_{tag}_{s}")
+                m.add(tau >= scale.time_floor(float(j.scen_floor[s])) * p)
                 for i in range(len(ys)):
                     v = float(j.scen_time[i, s])
                     if v > j.scen_floor[s] * (1 + TIE_RTOL):
-                        m.Add(tau >= scale.time_floor(v) * ys[i])
+                        m.add(tau >= scale.time_floor(v) * ys[i])
                 exp_terms.append((float(ps) * scale.time_unit_ms, tau))
         else:
             assert j.t is not None and j.dt is not None and j.q is not None
@@ -138,27 +141,27 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
                 dt = float(j.dt[k])
                 if dt <= 0 or not (qk < 1).any():
                     continue
-                g = m.NewIntVar(0, R, f"G_{tag}_{k}")
+                g = m.new_int_var(0, R, f"G_{tag}_{k}")
                 for i in range(len(ys)):
                     if qk[i] <= 0:
-                        m.Add(g >= R * ys[i])
+                        m.add(g >= R * ys[i])
                 chain = [i for i in range(len(ys)) if 0 < qk[i] < 1]
                 if chain:
-                    prev = m.NewIntVar(0, R, f"pi0_{tag}_{k}")
-                    m.Add(prev == R * p)
+                    prev = m.new_int_var(0, R, f"pi0_{tag}_{k}")
+                    m.add(prev == R * p)
                     for mm, i in enumerate(chain):
                         f = int(math.ceil(float(qk[i]) * R))
-                        pi = m.NewIntVar(0, R, f"pi_{tag}_{k}_{mm}")
-                        m.Add(pi <= prev)
-                        m.Add(R * pi <= f * prev + (R - 1)).OnlyEnforceIf(ys[i])
+                        pi = m.new_int_var(0, R, f"pi_{tag}_{k}_{mm}")
+                        m.add(pi <= prev)
+                        m.add(R * pi <= f * prev + (R - 1)).only_enforce_if(ys[i])
                         prev = pi
-                    m.Add(g >= R * p - prev)
+                    m.add(g >= R * p - prev)
                 exp_terms.append((dt / R, g))
         if j.time_limit_ms is not None:
             # a relaxed deadline row (coefficients down, limit up); the placement is
             # validated exactly afterwards
             D = 1e12 / max(j.time_limit_ms, 1e-9)
-            m.Add(sum(int(math.floor(c * D)) * v for c, v in exp_terms) <= int(math.ceil(j.time_limit_ms * D)))
+            m.add(sum(int(math.floor(c * D)) * v for c, v in exp_terms) <= int(math.ceil(j.time_limit_ms * D)))
         terms = [(scale.coef_floor(j.factor * c), v) for c, v in exp_terms]
         obj_terms += terms
         weight_terms.append((int(round(j.weight * 1000)), p))
@@ -170,11 +173,11 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None):
             continue
         loads = [sum(v for _, v in per_server[sp]) for sp in group]
         for a, b in zip(loads, loads[1:]):
-            m.Add(a >= b)
+            m.add(a >= b)
     for sp, pairs in per_server.items():
         add_capacity_rows(m, inst, sp, pairs)
     for v, val in hints:
-        m.AddHint(v, val)
+        m.add_hint(v, val)
     return m, x, placed, obj_terms, weight_terms
 
 
@@ -183,14 +186,14 @@ def add_capacity_rows(m: Any, inst: Instance, sp: int, pairs: list[tuple[int, An
     the integer units of :func:`placement.problem.rules.demand_units` (exact at the
     capacity resolution; finer values are rounded against the placement)."""
     srv = inst.servers[sp]
-    m.Add(sum(v for _, v in pairs) <= srv.free_gpus)
+    m.add(sum(v for _, v in pairs) <= srv.free_gpus)
     for field, per in RESOURCES:
         cap = getattr(srv, field)
         if cap is None:
             continue
         terms = [(getattr(inst.jobs[jp], per), v) for jp, v in pairs if getattr(inst.jobs[jp], per)]
         if terms:
-            m.Add(sum(demand_units(c) * v for c, v in terms) <= capacity_units(cap))
+            m.add(sum(demand_units(c) * v for c, v in terms) <= capacity_units(cap))
 
 
 STATUS_TABLE = {
@@ -212,20 +215,28 @@ class CpSatBackend:
     optimal_rtol = CPSAT_OPTIMAL_RTOL
 
     def version(self) -> str:
-        from ortools import __version__ as ortools_version
+        return f"ortools {metadata.version('ortools')}"
 
-        return f"ortools {ortools_version}"
-
-    def run(self, instance: Instance, *, start: Assignment | None, cutoff: float | None, budget: Budget,
-            seed: int, threads: int) -> BackendResult:
+    def run(
+        self,
+        instance: Instance,
+        *,
+        start: Assignment | None,
+        cutoff: float | None,
+        budget: Budget,
+        seed: int,
+        threads: int,
+    ) -> BackendResult:
         from ortools.sat.python import cp_model
 
         index = index_instance(instance, cutoff=cutoff)
         path = list(index.notes)
         scale = Scale.for_index(index)
         m, x, placed, obj_terms, weight_terms = _build(index, scale, start)
-        notes = (f"time unit {scale.time_unit_ms:g} ms, probability unit {1 / CPSAT_PROB_UNITS:g}, "
-                 f"objective scale {scale.objective_scale:g}/ms")
+        notes = (
+            f"time unit {scale.time_unit_ms:g} ms, probability unit {1 / CPSAT_PROB_UNITS:g}, "
+            f"objective scale {scale.objective_scale:g}/ms"
+        )
         exact = exact_in_units(instance)
 
         def solver() -> Any:
@@ -238,34 +249,38 @@ class CpSatBackend:
             return s
 
         def termination(s: Any, code: Any) -> Termination:
-            return STATUS_TABLE.get(s.StatusName(code), Termination.ERROR)
+            return STATUS_TABLE.get(s.status_name(code), Termination.ERROR)
 
         proven_w = True
         if index.best_effort:
-            m.Maximize(sum(c * v for c, v in weight_terms))
+            m.maximize(sum(c * v for c, v in weight_terms))
             s1 = solver()
-            t1 = termination(s1, s1.Solve(m))
+            t1 = termination(s1, s1.solve(m))
             path.append(f"phase1(weight):{t1}")
             if t1 not in (Termination.OPTIMAL, Termination.FEASIBLE):
-                return BackendResult(Termination.NO_SOLUTION, path=path, exact=exact,
-                                     message="CP-SAT found no placement of the most weight")
-            best_w = int(round(s1.ObjectiveValue()))
+                return BackendResult(
+                    Termination.NO_SOLUTION,
+                    path=path,
+                    exact=exact,
+                    message="CP-SAT found no placement of the most weight",
+                )
+            best_w = int(round(s1.objective_value))
             proven_w = t1 is Termination.OPTIMAL
-            m.ClearObjective()
-            m.Add(sum(c * v for c, v in weight_terms) >= best_w)
-            m.ClearHints()
+            m.clear_objective()
+            m.add(sum(c * v for c, v in weight_terms) >= best_w)
+            m.clear_hints()
             for v in x.values():
-                m.AddHint(v, s1.Value(v))
-        m.Minimize(sum(c * v for c, v in obj_terms))
+                m.add_hint(v, s1.value(v))
+        m.minimize(sum(c * v for c, v in obj_terms))
         s = solver()
-        t = termination(s, s.Solve(m))
+        t = termination(s, s.solve(m))
         path.append(f"solve:{t}")
         if t not in (Termination.OPTIMAL, Termination.FEASIBLE):
             return BackendResult(t, path=path, exact=exact, weight_proven=proven_w, message=notes)
         assignment: dict[str, dict[str, int]] = {}
         for (jp, sp), v in x.items():
-            k = int(s.Value(v))
+            k = int(s.value(v))
             if k > 0:
                 assignment.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
-        bound = float(s.BestObjectiveBound()) / scale.objective_scale
+        bound = float(s.best_objective_bound) / scale.objective_scale
         return BackendResult(t, assignment, bound=bound, weight_proven=proven_w, exact=exact, path=path, message=notes)

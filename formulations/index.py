@@ -193,10 +193,18 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
                 homes = _homes(job, cl, instance, sps, cap, mult)
         a = np.array([ev.a(jp, int(sp)) for sp in sps])
         ji = JobIndex(
-            jp=jp, job_id=job.id, workers=job.workers, weight=job.weight,
-            factor=weight_factor(instance, job), servers=sps, cap=cap, a=a, homes=homes,
+            jp=jp,
+            job_id=job.id,
+            workers=job.workers,
+            weight=job.weight,
+            factor=weight_factor(instance, job),
+            servers=sps,
+            cap=cap,
+            a=a,
+            homes=homes,
             time_limit_ms=deadline_limit_ms(job),
-            mult=mult, max_servers=job.max_servers,
+            mult=mult,
+            max_servers=job.max_servers,
         )
         if len(sps) == 0:
             jobs.append(ji)
@@ -230,7 +238,9 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
     if thresholds is not None:
         notes.append(f"pruned {pruned} of {total} job-server pairs that cannot beat the start")
     if members:
-        notes.append(f"{len(members)} classes of interchangeable servers aggregated ({len(hidden) + len(members)} servers)")
+        notes.append(
+            f"{len(members)} classes of interchangeable servers aggregated ({len(hidden) + len(members)} servers)"
+        )
     return ProblemIndex(
         instance=instance,
         jobs=jobs,
@@ -266,7 +276,15 @@ def server_classes(instance: Instance) -> list[list[int]]:
     for sp, s in enumerate(instance.servers):
         if s.id in singled or s.free_gpus <= 0:
             continue
-        key = (cl.chain(s.id)[:1], s.gpu_type, s.slowdown, s.free_gpus, s.cpus, s.memory_gb,
-               s.intra_bandwidth_gbps, tuple(table.get(s.id, ())))
+        key = (
+            cl.chain(s.id)[:1],
+            s.gpu_type,
+            s.slowdown,
+            s.free_gpus,
+            s.cpus,
+            s.memory_gb,
+            s.intra_bandwidth_gbps,
+            tuple(table.get(s.id, ())),
+        )
         groups.setdefault(key, []).append(sp)
     return [g for g in groups.values() if len(g) >= 2]

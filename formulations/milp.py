@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
@@ -72,10 +73,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     for j in index.jobs:
         job = inst.jobs[j.jp]
         tag = f"j{j.jp}"
-        if index.best_effort:
-            p = pulp.LpVariable(f"placed_{tag}", cat="Binary")
-        else:
-            p = 1
+        p = pulp.LpVariable(f"placed_{tag}", cat="Binary") if index.best_effort else 1
         placed[j.jp] = p
         if len(j.servers) == 0 or not j.homes:
             if not index.best_effort:
@@ -95,7 +93,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             else:
                 # servers of the class used, in binary: the product of q over them is
                 # the product of q^(2^l) over the bits set (exact)
-                bl = [(2**l, pulp.LpVariable(f"b_{tag}_{i}_{l}", cat="Binary")) for l in range(umax.bit_length())]
+                bl = [(2**l, pulp.LpVariable(f"b_{tag}_{i}_{l}", cat="Binary")) for l in range(umax.bit_length())]  # noqa: E741
                 uv = pulp.lpSum(c * b for c, b in bl)
                 prob += uv <= umax
                 for _, b in bl:
@@ -185,12 +183,12 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
 
 
 STATUS_TABLE: dict[tuple[int, int], Termination] = {
-    (1, 1): Termination.OPTIMAL,       # LpStatusOptimal, LpSolutionOptimal
-    (1, 2): Termination.FEASIBLE,      # LpStatusOptimal, LpSolutionIntegerFeasible: stopped on a limit
+    (1, 1): Termination.OPTIMAL,  # LpStatusOptimal, LpSolutionOptimal
+    (1, 2): Termination.FEASIBLE,  # LpStatusOptimal, LpSolutionIntegerFeasible: stopped on a limit
     (-1, -1): Termination.INFEASIBLE,
     (-1, 0): Termination.INFEASIBLE,
-    (0, 0): Termination.NO_SOLUTION,   # not solved (time limit, no incumbent)
-    (-2, -2): Termination.ERROR,       # unbounded: a modelling error, never expected
+    (0, 0): Termination.NO_SOLUTION,  # not solved (time limit, no incumbent)
+    (-2, -2): Termination.ERROR,  # unbounded: a modelling error, never expected
     (-3, 0): Termination.ERROR,
 }
 """PuLP's ``(status, sol_status)`` -> :class:`~placement.solving.backend.Termination` (any
@@ -213,7 +211,7 @@ def _warm_highs() -> type:
     import numpy as np
     import pulp
 
-    class WarmHiGHS(pulp.HiGHS):  # type: ignore[misc, name-defined]
+    class WarmHiGHS(pulp.HiGHS):
         def __init__(self, warm: bool, **kw: Any) -> None:
             super().__init__(**kw)
             self.warm = warm
@@ -238,7 +236,7 @@ def _bound(backend: str, b: Built, log: str | None, status: Termination) -> floa
         return v if math.isfinite(v) else None
     if log is None or not os.path.exists(log):
         return None
-    text = open(log, encoding="utf-8", errors="replace").read()
+    text = Path(log).read_text(encoding="utf-8", errors="replace")
     m = re.findall(r"Lower bound:\s*([-+0-9.eE]+)", text)
     if m:
         return float(m[-1])
@@ -249,8 +247,9 @@ def _bound(backend: str, b: Built, log: str | None, status: Termination) -> floa
     return None
 
 
-def _solve(index: ProblemIndex, backend: str, t_end: float, threads: int, start: Assignment | None,
-           path: list[str]) -> tuple[Termination, Built, float | None, bool]:
+def _solve(
+    index: ProblemIndex, backend: str, t_end: float, threads: int, start: Assignment | None, path: list[str]
+) -> tuple[Termination, Built, float | None, bool]:
     """Build and solve ``index``: (termination, model, solver bound, weight proven)."""
     import pulp
 
@@ -318,15 +317,24 @@ class MilpBackend:
             f"highspy {metadata.version('highspy')}" if self.solver == "highs" else "CBC (bundled with PuLP)"
         )
 
-    def run(self, instance: Instance, *, start: Assignment | None, cutoff: float | None, budget: Budget,
-            seed: int, threads: int) -> BackendResult:
+    def run(
+        self,
+        instance: Instance,
+        *,
+        start: Assignment | None,
+        cutoff: float | None,
+        budget: Budget,
+        seed: int,
+        threads: int,
+    ) -> BackendResult:
         index = index_instance(instance, cutoff=cutoff, aggregate=self.aggregate)
         path = list(index.notes)
         bound: float | None = None
         assignment = None
         while True:
-            st, b, solver_bound, proven_w = _solve(index, self.solver, budget.end, threads,
-                                                   start if self.warm else None, path)
+            st, b, solver_bound, proven_w = _solve(
+                index, self.solver, budget.end, threads, start if self.warm else None, path
+            )
             if solver_bound is not None:
                 bound = solver_bound if bound is None else max(bound, solver_bound)
             if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
@@ -367,8 +375,11 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
         if len(alloc) == 1:
             sp = instance.server_pos[next(iter(alloc))]
             rep = next((int(r) for r in j.servers if sp in units.get(int(r), (int(r),))), None)
-            want = [h for h, home in enumerate(j.homes) if home.domain is None and rep is not None
-                    and int(j.servers[home.members[0]]) == rep]
+            want = [
+                h
+                for h, home in enumerate(j.homes)
+                if home.domain is None and rep is not None and int(j.servers[home.members[0]]) == rep
+            ]
         else:
             d = cl.domain_of(alloc)
             want = [h for h, home in enumerate(j.homes) if d is not None and home.domain == d.index]

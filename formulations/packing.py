@@ -16,8 +16,12 @@ from placement.problem.state import State
 __all__ = ["disaggregate"]
 
 
-def disaggregate(instance: Instance, index: ProblemIndex, counts: dict[tuple[int, int], tuple[int, int]],
-                 plain: dict[tuple[int, int], int]) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
+def disaggregate(
+    instance: Instance,
+    index: ProblemIndex,
+    counts: dict[tuple[int, int], tuple[int, int]],
+    plain: dict[tuple[int, int], int],
+) -> tuple[dict[str, dict[str, int]] | None, list[int]]:
     """Map an aggregated model's solution back to servers.
 
     ``counts[(job, unit)] = (workers, servers used)`` for every aggregated unit, ``plain``
@@ -76,7 +80,9 @@ def _pack_greedy(st: State, servers: list[int], items: list[tuple[int, int, int]
     return result
 
 
-def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, int, int]], limit_s: float = 2.0) -> dict[int, dict[int, int]] | None:
+def _pack_exact(
+    instance: Instance, servers: list[int], items: list[tuple[int, int, int]], limit_s: float = 2.0
+) -> dict[int, dict[int, int]] | None:
     """Exact packing of one class by CP-SAT (GPUs, and CPUs/memory at a 1e-6 resolution
     rounded against the packing)."""
     from ortools.sat.python import cp_model
@@ -86,28 +92,28 @@ def _pack_exact(instance: Instance, servers: list[int], items: list[tuple[int, i
     for jp, w, u in items:
         bs = []
         for sp in servers:
-            v = m.NewIntVar(0, w, f"n_{jp}_{sp}")
-            b = m.NewBoolVar(f"b_{jp}_{sp}")
-            m.Add(v >= 1).OnlyEnforceIf(b)
-            m.Add(v == 0).OnlyEnforceIf(b.Not())
+            v = m.new_int_var(0, w, f"n_{jp}_{sp}")
+            b = m.new_bool_var(f"b_{jp}_{sp}")
+            m.add(v >= 1).only_enforce_if(b)
+            m.add(v == 0).only_enforce_if(b.negated())
             n[(jp, sp)] = v
             bs.append(b)
-        m.Add(sum(n[(jp, sp)] for sp in servers) == w)
-        m.Add(sum(bs) == u)
+        m.add(sum(n[(jp, sp)] for sp in servers) == w)
+        m.add(sum(bs) == u)
     for sp in servers:
         add_capacity_rows(m, instance, sp, [(jp, n[(jp, sp)]) for jp, _, _ in items])
     # servers of a class are interchangeable: loads in non-increasing order
     loads = [sum(n[(jp, sp)] for jp, _, _ in items) for sp in servers]
     for a, b in zip(loads, loads[1:]):
-        m.Add(a >= b)
+        m.add(a >= b)
     s = cp_model.CpSolver()
     s.parameters.max_time_in_seconds = limit_s
     s.parameters.num_workers = 1
-    if s.Solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if s.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     out: dict[int, dict[int, int]] = {}
     for (jp, sp), v in n.items():
-        k = int(s.Value(v))
+        k = int(s.value(v))
         if k:
             out.setdefault(jp, {})[sp] = k
     return out

@@ -57,7 +57,9 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     rep[cls] = np.arange(len(free))  # a representative server per class
     class_mean = np.full(C, np.inf)
     np.minimum.at(class_mean, cls, np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean))
-    costs, rows, cols_job = [], [], []  # per job: arrays, concatenated below
+    costs: list[np.ndarray] = []  # per job: arrays, concatenated below
+    rows: list[np.ndarray] = []
+    cols_job: list[np.ndarray] = []
     constant = 0.0
     for jp, job in enumerate(instance.jobs):
         lb_j = job_lower_bound(instance, jp)
@@ -75,8 +77,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
         costs.append(wf * a_c[ok] * m_c[ok] / job.workers)
         rows.append(ok)
         cols_job.append(np.full(len(ok), jp))
-    costs, rows, cols_job = np.concatenate(costs), np.concatenate(rows), np.concatenate(cols_job)
-    n = len(costs)
+    cost_arr, row_arr, job_arr = np.concatenate(costs), np.concatenate(rows), np.concatenate(cols_job)
+    n = len(cost_arr)
     J = len(instance.jobs)
     with native_stdout_silenced():
         h = highspy.Highs()
@@ -86,7 +88,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     lp = highspy.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = J + C
-    lp.col_cost_ = np.asarray(costs, dtype=float)
+    lp.col_cost_ = np.asarray(cost_arr, dtype=float)
     lp.col_lower_ = np.zeros(n)
     lp.col_upper_ = np.full(n, highspy.kHighsInf)
     demand = np.array([j.workers for j in instance.jobs], dtype=float)
@@ -95,8 +97,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = np.arange(0, 2 * n + 1, 2, dtype=np.int32)
     idx_arr = np.empty(2 * n, dtype=np.int32)
-    idx_arr[0::2] = np.asarray(cols_job, dtype=np.int32)
-    idx_arr[1::2] = J + np.asarray(rows, dtype=np.int32)
+    idx_arr[0::2] = np.asarray(job_arr, dtype=np.int32)
+    idx_arr[1::2] = J + np.asarray(row_arr, dtype=np.int32)
     lp.a_matrix_.index_ = idx_arr
     lp.a_matrix_.value_ = np.ones(2 * n)
     with native_stdout_silenced():

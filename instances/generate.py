@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,9 @@ class GeneratorSpec:
         if self.job_mix not in JOB_MIXES:
             out.append(f"job_mix must be one of {', '.join(JOB_MIXES)}, got {self.job_mix!r}")
         if self.servers_from not in SERVER_SOURCES:
-            out.append(f"servers_from must be one of {', '.join(repr(x) for x in SERVER_SOURCES)}, got {self.servers_from!r}")
+            out.append(
+                f"servers_from must be one of {', '.join(repr(x) for x in SERVER_SOURCES)}, got {self.servers_from!r}"
+            )
         if self.jobs_from not in JOB_SOURCES:
             out.append(f"jobs_from must be one of {', '.join(repr(x) for x in JOB_SOURCES)}, got {self.jobs_from!r}")
         if not self.window_hours > 0:
@@ -177,13 +180,13 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
     if spec is None:
         spec = GeneratorSpec(**kw)  # type: ignore[arg-type]
     elif kw:
-        spec = GeneratorSpec(**{**asdict(spec), **kw})  # type: ignore[arg-type]
+        spec = GeneratorSpec(**{**asdict(spec), **kw})
     bad = spec.problems()
     if bad:
         raise ValueError("; ".join(bad))
     rng = np.random.default_rng(spec.seed)
     types = spec.gpu_type_list
-    speeds = {t: v for t, v in GPU_TYPES.items()}
+    speeds = dict(GPU_TYPES.items())
     shapes = None
     if spec.servers_from == "alibaba-v2023":
         from placement.instances.traces import ALIBABA_GPU_TYPES, ALIBABA_V2023_SHAPES
@@ -218,9 +221,13 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
             if agg is not None:
                 links.append(Link(tor.id, agg.id, spec.uplink_gbps))
             gtype = types[rack % len(types)]
-            for k in range(spec.servers_per_rack):
+            for _ in range(spec.servers_per_rack):
                 sid = f"s{len(servers)}"
-                gpus, cpus, mem = spec.gpus_per_server, float(spec.gpus_per_server * 12), float(spec.gpus_per_server * 96)
+                gpus, cpus, mem = (
+                    spec.gpus_per_server,
+                    float(spec.gpus_per_server * 12),
+                    float(spec.gpus_per_server * 96),
+                )
                 if shapes is not None:
                     gtype, gpus, cpus, mem, _ = shapes[int(rng.choice(len(shapes), p=shape_p))]
                 hot = bool(rng.random() < hot_fraction)
@@ -286,17 +293,31 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
     if spec.jobs_from == "elasticflow-cluster03":
         from placement.instances.traces import elasticflow_jobs
 
-        rows = elasticflow_jobs(window_start_s=spec.window_start_s, window_s=spec.window_hours * 3600.0,
-                                max_gpus=max(1, free // 2), limit=spec.jobs)
+        rows = elasticflow_jobs(
+            window_start_s=spec.window_start_s,
+            window_s=spec.window_hours * 3600.0,
+            max_gpus=max(1, free // 2),
+            limit=spec.jobs,
+        )
         if not rows:
-            raise ValueError(f"no ElasticFlow job of at most {max(1, free // 2)} GPUs in the window "
-                             f"[{spec.window_start_s:g} s, +{spec.window_hours:g} h)")
+            raise ValueError(
+                f"no ElasticFlow job of at most {max(1, free // 2)} GPUs in the window "
+                f"[{spec.window_start_s:g} s, +{spec.window_hours:g} h)"
+            )
         for r in rows:
             speed = {t: speeds[t][0] for t in present} if len(present) > 1 else None
-            jobs.append(Job(id=f"ef-{r['id']}", workers=r["workers"], compute_ms=max(r["compute_ms"], 0.001),
-                            gradient_mb=r["gradient_mb"], iterations=r["iterations"], gpu_speed=speed,
-                            cpus_per_worker=4.0 if shapes is not None else None,
-                            memory_gb_per_worker=16.0 if shapes is not None else None))
+            jobs.append(
+                Job(
+                    id=f"ef-{r['id']}",
+                    workers=r["workers"],
+                    compute_ms=max(r["compute_ms"], 0.001),
+                    gradient_mb=r["gradient_mb"],
+                    iterations=r["iterations"],
+                    gpu_speed=speed,
+                    cpus_per_worker=4.0 if shapes is not None else None,
+                    memory_gb_per_worker=16.0 if shapes is not None else None,
+                )
+            )
         sizes = np.zeros(0, dtype=np.int64)
     for k, w in enumerate(sizes):
         compute = float(np.round(rng.lognormal(np.log(120), 0.5), 1))
@@ -319,7 +340,10 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
                 memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
             )
         )
-    name = spec.name or f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
+    name = (
+        spec.name
+        or f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
+    )
     sources = []
     if spec.servers_from:
         sources.append("server shapes: Alibaba cluster-trace-gpu-v2023 (ATC'23)")
@@ -327,7 +351,7 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
         sources.append("slowdowns: calibrated on Alibaba PAI cluster-trace-gpu-v2020 per-worker mini-batch times")
     if spec.jobs_from:
         sources.append("jobs: Microsoft ElasticFlow cluster03 trace (ASPLOS'23, MIT)")
-    metadata = {"traces": sources} if sources else {}
+    metadata: dict[str, Any] = {"traces": sources} if sources else {}
     inst = Instance(
         name=name,
         servers=tuple(servers),
@@ -341,14 +365,16 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
         metadata=metadata,
     )
     if spec.prove_optimum:
-        import placement
+        from placement.solving.driver import solve
 
-        sol = placement.solve(inst, "brute_force", time_limit_s=600)
+        sol = solve(inst, "brute_force", time_limit_s=600)
         if sol.status.value not in ("optimal", "infeasible"):
             raise ValueError(f"--prove-optimum: brute force ended {sol.status.value}")
-        metadata = {**metadata, "optimum": sol.objective, "optimum_status": sol.status.value,
-                    "proven_by": "brute_force: exhaustive enumeration of every gang allocation, exact evaluator"}
+        metadata = {
+            **metadata,
+            "optimum": sol.objective,
+            "optimum_status": sol.status.value,
+            "proven_by": "brute_force: exhaustive enumeration of every gang allocation, exact evaluator",
+        }
         inst = inst.replace(metadata=metadata)
     return inst
-
-

@@ -57,9 +57,9 @@ def library_specs() -> dict[str, dict[str, Any]]:
 
 
 def build_library(root: Path | None = None) -> list[str]:
+    from placement.formats import dump_instance
     from placement.instances import _folder
     from placement.instances.generate import generate
-    from placement.formats import dump_instance
 
     root = root or _folder()
     written = []

@@ -17,18 +17,27 @@ __all__ = ["SCALING", "write_scaling"]
 # servers = pods x racks x servers_per_rack; seed 1 leaves a job of the 1,000-server fleet
 # with no usable GPU (its GPU types are all taken by running jobs): that size uses seed 2
 SCALING: dict[str, dict[str, Any]] = {
-    f"fleet-{pods * racks * spr:04d}": dict(topology="multi-pod", pods=pods, racks=racks, servers_per_rack=spr,
-                                            servers_from="alibaba-v2023", regime="hot", hot_fraction=0.2,
-                                            used_fraction=0.75, jobs=max(4, pods * racks * spr * 2 // 5), load=0.8,
-                                            seed=2 if pods * racks * spr == 1000 else 1,
-                                            name=f"fleet-{pods * racks * spr}")
+    f"fleet-{pods * racks * spr:04d}": dict(
+        topology="multi-pod",
+        pods=pods,
+        racks=racks,
+        servers_per_rack=spr,
+        servers_from="alibaba-v2023",
+        regime="hot",
+        hot_fraction=0.2,
+        used_fraction=0.75,
+        jobs=max(4, pods * racks * spr * 2 // 5),
+        load=0.8,
+        seed=2 if pods * racks * spr == 1000 else 1,
+        name=f"fleet-{pods * racks * spr}",
+    )
     for pods, racks, spr in ((1, 2, 8), (1, 4, 16), (2, 8, 16), (5, 10, 20), (10, 10, 20), (10, 20, 20))
 }
 
 
 def write_scaling(folder: str | Path) -> list[Path]:
-    from placement.instances.generate import generate
     from placement.formats import dump_instance
+    from placement.instances.generate import generate
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)

@@ -47,14 +47,16 @@ def expand_hostlist(text: str) -> list[str]:
         if not m:
             out.append(p)
             continue
-        head, tail = p[: m.start()], p[m.end():]
+        head, tail = p[: m.start()], p[m.end() :]
         for item in m.group(1).split(","):
             if "-" in item:
                 a, b = item.split("-", 1)
                 if not (a.isdigit() and b.isdigit()) or int(b) < int(a):
                     raise ValueError(f"bad range {item!r} in host list {text!r}")
                 width = len(a) if a.startswith("0") else 0
-                out += expand_hostlist(",".join(f"{head}{str(k).zfill(width)}{tail}" for k in range(int(a), int(b) + 1)))
+                out += expand_hostlist(
+                    ",".join(f"{head}{str(k).zfill(width)}{tail}" for k in range(int(a), int(b) + 1))
+                )
             elif item.isdigit():
                 out += expand_hostlist(f"{head}{item}{tail}")
             else:
@@ -117,7 +119,7 @@ def instance_from_slurm(text: str, level_gbps: Sequence[float], **generate_optio
     from placement.instances.generate import generate
 
     nodes, kids = parse_topology_conf(text)
-    level: dict[str, int] = {sw: 0 for sw in nodes}
+    level: dict[str, int] = dict.fromkeys(nodes, 0)
 
     def lvl(sw: str, stack: tuple[str, ...] = ()) -> int:
         if sw in stack:
@@ -136,7 +138,7 @@ def instance_from_slurm(text: str, level_gbps: Sequence[float], **generate_optio
     hosts = [n for ns in nodes.values() for n in ns]
     if not hosts:
         raise InvalidInputError(["topology.conf lists no nodes"])
-    base = generate(racks=1, servers_per_rack=len(hosts), **generate_options)  # type: ignore[arg-type]
+    base = generate(racks=1, servers_per_rack=len(hosts), **generate_options)
     rename = {s.id: h for s, h in zip(base.servers, hosts)}
     servers = tuple(replace(s, id=rename[s.id]) for s in base.servers)
     links = [Link(n, sw, float(level_gbps[0])) for sw, ns in nodes.items() for n in ns]
@@ -146,8 +148,10 @@ def instance_from_slurm(text: str, level_gbps: Sequence[float], **generate_optio
     if scen is not None:
         scen = Scenarios(scen.probs, {rename[k]: v for k, v in scen.slowdowns.items()})
     return base.replace(
-        servers=servers, switches=tuple(Switch(sw) for sw in list(nodes) + [k for k in kids if k not in nodes]),
-        links=tuple(links), scenarios=scen,
+        servers=servers,
+        switches=tuple(Switch(sw) for sw in list(nodes) + [k for k in kids if k not in nodes]),
+        links=tuple(links),
+        scenarios=scen,
         source=f"Slurm topology.conf ({len(hosts)} nodes, {len(level)} switches), level bandwidths "
-               f"{','.join(f'{b:g}' for b in level_gbps[:need])} Gbit/s; servers and jobs: {base.source}",
+        f"{','.join(f'{b:g}' for b in level_gbps[:need])} Gbit/s; servers and jobs: {base.source}",
     )

@@ -91,8 +91,16 @@ def alibaba_shapes(path: str | os.PathLike[str]) -> list[tuple[str, int, float, 
 
 # gradient sizes (MB of fp32 parameters) of the model names in the ElasticFlow traces
 ELASTICFLOW_MODELS: dict[str, float] = {
-    "resnet50": 98.0, "vgg16": 528.0, "inception3": 91.0, "bert": 1340.0, "gpt2": 548.0,
-    "deepspeech2": 150.0, "yolov3": 248.0, "resnet18": 45.0, "alexnet": 233.0, "vgg19": 548.0,
+    "resnet50": 98.0,
+    "vgg16": 528.0,
+    "inception3": 91.0,
+    "bert": 1340.0,
+    "gpt2": 548.0,
+    "deepspeech2": 150.0,
+    "yolov3": 248.0,
+    "resnet18": 45.0,
+    "alexnet": 233.0,
+    "vgg19": 548.0,
 }
 
 
@@ -101,8 +109,14 @@ def elasticflow_path() -> Path:
     return Path(str(resources.files("placement.instances").joinpath("traces", "elasticflow", "cluster03.csv")))
 
 
-def elasticflow_jobs(path: str | os.PathLike[str] | None = None, *, window_start_s: float = 0.0,
-                     window_s: float = 3600.0, max_gpus: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def elasticflow_jobs(
+    path: str | os.PathLike[str] | None = None,
+    *,
+    window_start_s: float = 0.0,
+    window_s: float = 3600.0,
+    max_gpus: int | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
     """Jobs submitted in ``[window_start_s, window_start_s + window_s)``, in submission
     order: ``id, workers, compute_ms`` (duration / iterations), ``gradient_mb`` (by model),
     ``iterations``, ``model``, ``submission_s``.  Jobs wider than ``max_gpus`` are skipped."""
@@ -119,11 +133,17 @@ def elasticflow_jobs(path: str | os.PathLike[str] | None = None, *, window_start
             continue
         if iters <= 0 or int(r["duration"]) <= 0:
             continue
-        out.append({
-            "id": r["job_id"][:8], "workers": gpus, "compute_ms": round(1000.0 * int(r["duration"]) / iters, 3),
-            "gradient_mb": ELASTICFLOW_MODELS.get(r["model_name"], 100.0), "iterations": iters,
-            "model": r["model_name"], "submission_s": t,
-        })
+        out.append(
+            {
+                "id": r["job_id"][:8],
+                "workers": gpus,
+                "compute_ms": round(1000.0 * int(r["duration"]) / iters, 3),
+                "gradient_mb": ELASTICFLOW_MODELS.get(r["model_name"], 100.0),
+                "iterations": iters,
+                "model": r["model_name"],
+                "submission_s": t,
+            }
+        )
         if limit is not None and len(out) >= limit:
             break
     return out
@@ -134,8 +154,10 @@ STRAGGLER_MEDIAN = 1.1
 
 # calibrate_pai on job_{1..4}_norm.csv (40 workers, 29,706 samples; a test re-derives it)
 PAI_NORMAL = Slowdown((1.0, 1.073, 1.129, 1.241, 1.756, 2.176), (0.9178, 0.0508, 0.0288, 0.0023, 0.0002, 0.0001))
-PAI_STRAGGLER = Slowdown((1.0, 1.071, 1.15, 1.422, 1.74, 2.206, 4.266, 6.777),
-                         (0.0013, 0.0004, 0.0022, 0.1396, 0.5376, 0.2565, 0.0169, 0.0455))
+PAI_STRAGGLER = Slowdown(
+    (1.0, 1.071, 1.15, 1.422, 1.74, 2.206, 4.266, 6.777),
+    (0.0013, 0.0004, 0.0022, 0.1396, 0.5376, 0.2565, 0.0169, 0.0455),
+)
 PAI_STRAGGLER_SHARE = 0.125
 
 
@@ -165,7 +187,7 @@ def calibrate_pai(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
         for r in rows:
             by_t.setdefault(int(r["time"]), {})[int(r["worker"])] = float(r["batch_time_norm"])
         per_w: dict[int, list[float]] = {}
-        for t, ws in by_t.items():
+        for _t, ws in by_t.items():
             if len(ws) < 2:
                 continue
             med = float(np.median(list(ws.values())))
@@ -173,7 +195,7 @@ def calibrate_pai(paths: Sequence[str | os.PathLike[str]]) -> dict[str, Any]:
                 continue
             for w, v in ws.items():
                 per_w.setdefault(w, []).append(v / med)
-        for w, rs in per_w.items():
+        for rs in per_w.values():
             workers += 1
             if float(np.median(rs)) >= STRAGGLER_MEDIAN:
                 stragglers += 1

@@ -27,7 +27,18 @@ except ImportError as e:  # pragma: no cover
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
 from placement.formats.instance import instance_from_dict, instance_to_dict
-from placement.model.records import Assignment, Instance, Job, Link, Scenarios, Server, Slowdown, Solution, Status, Switch
+from placement.model.records import (
+    Assignment,
+    Instance,
+    Job,
+    Link,
+    Scenarios,
+    Server,
+    Slowdown,
+    Solution,
+    Status,
+    Switch,
+)
 from placement.model.tolerances import REPORT_RTOL
 from placement.problem.topology import cluster_of
 
@@ -85,7 +96,11 @@ def instances(
     use_over = draw(b) if overrides is None else overrides
     disc = draw(b) if disconnected is None else disconnected
     adm = draw(st.sampled_from(["all", "best_effort"])) if admission is None else admission
-    obj = draw(st.sampled_from(["weighted_expected_iteration_time", "weighted_expected_jct"])) if objective is None else objective
+    obj = (
+        draw(st.sampled_from(["weighted_expected_iteration_time", "weighted_expected_jct"]))
+        if objective is None
+        else objective
+    )
     n = draw(st.integers(min_servers, max_servers))
     types = ["A", "B"] if hetero else ["A"]
     # topology: servers on racks, racks on a core; or a random connected graph
@@ -179,9 +194,16 @@ def instances(
             witness[jid] = {f"s{i}": kk for i, kk in alloc.items()}
     if caps:
         servers = [
-            Server(s.id, s.gpus, s.gpu_type, s.intra_bandwidth_gbps, s.used_gpus,
-                   cpus=cpu_need[i] + draw(st.integers(0, 8)), memory_gb=mem_need[i] + draw(st.integers(0, 32)),
-                   slowdown=s.slowdown)
+            Server(
+                s.id,
+                s.gpus,
+                s.gpu_type,
+                s.intra_bandwidth_gbps,
+                s.used_gpus,
+                cpus=cpu_need[i] + draw(st.integers(0, 8)),
+                memory_gb=mem_need[i] + draw(st.integers(0, 32)),
+                slowdown=s.slowdown,
+            )
             for i, s in enumerate(servers)
         ]
     scen = None
@@ -196,7 +218,12 @@ def instances(
                 rows[f"s{i}"] = tuple(draw(st.lists(_VALUES, min_size=S, max_size=S)))
         scen = Scenarios(tuple(probs), rows)
         jobs = [
-            Job(**{**_job_fields(j), "slowdown": {k: tuple(draw(st.lists(_VALUES, min_size=S, max_size=S))) for k in j.slowdown}})
+            Job(
+                **{
+                    **_job_fields(j),
+                    "slowdown": {k: tuple(draw(st.lists(_VALUES, min_size=S, max_size=S))) for k in j.slowdown},
+                }
+            )
             for j in jobs
         ]
     inst = Instance(
@@ -286,7 +313,9 @@ def check_solution(instance: Instance, solution: Solution) -> None:
     assert solution.objective is not None and _close(solution.objective, ev.objective), (
         f"{name}: objective {solution.objective!r} but the evaluator computes {ev.objective!r}"
     )
-    assert set(solution.jobs) == set(ev.jobs), f"{name}: job reports for {sorted(solution.jobs)}, placed {sorted(ev.jobs)}"
+    assert set(solution.jobs) == set(ev.jobs), (
+        f"{name}: job reports for {sorted(solution.jobs)}, placed {sorted(ev.jobs)}"
+    )
     for jid, r in ev.jobs.items():
         got = solution.jobs[jid]
         for field in ("expected_iteration_ms", "ideal_iteration_ms", "straggler_probability", "bandwidth_gbps"):

@@ -16,10 +16,10 @@ def widest(instance: Instance, servers: list[str]) -> float:
     if len(set(servers)) == 1:
         return instance.server_by_id[servers[0]].intra_bandwidth_gbps
     best = 0.0
-    for b in sorted({l.bandwidth_gbps for l in instance.links}):
+    for b in sorted({link.bandwidth_gbps for link in instance.links}):
         g = nx.Graph()
         g.add_nodes_from(servers)
-        g.add_edges_from((l.source, l.target) for l in instance.links if l.bandwidth_gbps >= b)
+        g.add_edges_from((e.source, e.target) for e in instance.links if e.bandwidth_gbps >= b)
         comp = nx.node_connected_component(g, servers[0])
         if all(s in comp for s in servers):
             best = b

@@ -15,19 +15,40 @@ from placement.model import Status
 from placement.solving import REGISTRY
 from placement.testing import check_solution, instances
 
-MILP = [pytest.param(m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name} not installed"))
-        for m in REGISTRY if m.name.startswith("milp_")]
+MILP = [
+    pytest.param(m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name} not installed"))
+    for m in REGISTRY
+    if m.name.startswith("milp_")
+]
 
 # tiny instances with interchangeable servers (calm: one distribution for the fleet)
 CLASSES = {
     "two-racks": dict(racks=2, servers_per_rack=3, gpus_per_server=2, jobs=3, job_mix="small", regime="calm", seed=11),
     "one-gpu": dict(racks=1, servers_per_rack=5, gpus_per_server=1, jobs=3, job_mix="small", regime="calm", seed=12),
-    "cpu-memory": dict(racks=1, servers_per_rack=4, gpus_per_server=2, jobs=3, job_mix="small", regime="calm",
-                       cpu_memory=True, seed=13),
-    "partly-used": dict(racks=2, servers_per_rack=3, gpus_per_server=2, jobs=3, job_mix="small", regime="calm",
-                        used_fraction=0.3, seed=14),
-    "best-effort": dict(racks=1, servers_per_rack=4, gpus_per_server=2, jobs=5, job_mix="small", regime="calm",
-                        load=2.0, admission="best_effort", seed=15),
+    "cpu-memory": dict(
+        racks=1, servers_per_rack=4, gpus_per_server=2, jobs=3, job_mix="small", regime="calm", cpu_memory=True, seed=13
+    ),
+    "partly-used": dict(
+        racks=2,
+        servers_per_rack=3,
+        gpus_per_server=2,
+        jobs=3,
+        job_mix="small",
+        regime="calm",
+        used_fraction=0.3,
+        seed=14,
+    ),
+    "best-effort": dict(
+        racks=1,
+        servers_per_rack=4,
+        gpus_per_server=2,
+        jobs=5,
+        job_mix="small",
+        regime="calm",
+        load=2.0,
+        admission="best_effort",
+        seed=15,
+    ),
 }
 
 
@@ -67,10 +88,14 @@ def test_aggregation_shrinks_the_model():
 
 def test_greedy_packing_failure_falls_back_on_the_exact_packing():
     base = generate(racks=1, servers_per_rack=2, gpus_per_server=4, jobs=3, job_mix="small", regime="calm", seed=1)
-    inst = base.replace(jobs=tuple(dataclasses.replace(j, workers=w, max_servers=None, allowed_servers=None)
-                                   for j, w in zip(base.jobs, (4, 2, 2))))
+    inst = base.replace(
+        jobs=tuple(
+            dataclasses.replace(j, workers=w, max_servers=None, allowed_servers=None)
+            for j, w in zip(base.jobs, (4, 2, 2))
+        )
+    )
     idx = index_instance(inst, aggregate=True)
-    (rep, servers), = idx.units.items()
+    ((rep, servers),) = idx.units.items()
     # 4 workers on 2 servers, then two 2-worker jobs on one server each: the greedy puts
     # 3 + 1 for the first and cannot fit the last; 2 + 2, 2, 2 fits
     counts = {(0, rep): (4, 2), (1, rep): (2, 1), (2, rep): (2, 1)}

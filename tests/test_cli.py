@@ -3,17 +3,17 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from test_io import BAD, BASE, mutate
 
 import placement
 from placement.cli.main import cli
-
-from test_io import BAD, BASE, mutate
 
 
 @pytest.fixture
 def run():
     def go(*args):
         return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
     return go
 
 
@@ -76,7 +76,10 @@ def test_every_bad_input_class_exits_2_naming_the_field(run, tmp_path, name, fn,
     "text,expect",
     [
         ('{"format": "placement-instance/1", "name": ', "malformed JSON"),
-        (json.dumps(BASE).replace('"compute_ms": 120', '"compute_ms": NaN'), "jobs[0].compute_ms must be a finite number, got NaN"),
+        (
+            json.dumps(BASE).replace('"compute_ms": 120', '"compute_ms": NaN'),
+            "jobs[0].compute_ms must be a finite number, got NaN",
+        ),
         (json.dumps(BASE).replace('"compute_ms": 120', '"compute_ms": Infinity'), "got Infinity"),
         (json.dumps(BASE).replace('"compute_ms": 120', '"compute_ms": 1e999'), "got 1e999"),
         ("[]", "must be a JSON object"),
@@ -132,8 +135,23 @@ def test_methods_json(run):
 
 def test_generate_writes_a_reproducible_instance(run, tmp_path):
     out = tmp_path / "g.json"
-    args = ["generate", "--topology", "multi-pod", "--pods", "2", "--racks", "2", "--regime", "correlated",
-            "--jobs", "6", "--seed", "5", "-o", str(out)]
+    args = [
+        "generate",
+        "--topology",
+        "multi-pod",
+        "--pods",
+        "2",
+        "--racks",
+        "2",
+        "--regime",
+        "correlated",
+        "--jobs",
+        "6",
+        "--seed",
+        "5",
+        "-o",
+        str(out),
+    ]
     r = run(*args)
     assert r.exit_code == 0
     inst = placement.load_instance(out)
@@ -141,8 +159,21 @@ def test_generate_writes_a_reproducible_instance(run, tmp_path):
     from placement.instances.generate import from_source
 
     assert from_source(inst.source) == inst
-    r2 = run("generate", "--topology", "multi-pod", "--pods", "2", "--racks", "2", "--regime", "correlated",
-             "--jobs", "6", "--seed", "5")
+    r2 = run(
+        "generate",
+        "--topology",
+        "multi-pod",
+        "--pods",
+        "2",
+        "--racks",
+        "2",
+        "--regime",
+        "correlated",
+        "--jobs",
+        "6",
+        "--seed",
+        "5",
+    )
     assert json.loads(r2.stdout) == json.loads(out.read_text())
     r3 = run("generate", "--gpu-types", "A100,Z80")
     assert r3.exit_code == 2 and "unknown GPU type 'Z80'" in r3.stderr

@@ -7,11 +7,21 @@ import pytest
 from click.testing import CliRunner
 
 import placement
-from placement.estimate import backtest_pai, pai_instance
 from placement.cli.main import cli
 from placement.estimate import (
-    LogData, TelemetryError, apply_estimates, contention_overrides, estimate_from_logs, forecast, product,
-    read_demands, read_iteration_log, read_pai, read_telemetry,
+    LogData,
+    TelemetryError,
+    apply_estimates,
+    backtest_pai,
+    contention_overrides,
+    estimate_from_logs,
+    forecast,
+    pai_instance,
+    product,
+    read_demands,
+    read_iteration_log,
+    read_pai,
+    read_telemetry,
 )
 from placement.model import Job, Slowdown
 
@@ -24,7 +34,7 @@ def synthetic_log(iters=400, late_straggler="s1", early_straggler="s2", seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for t in range(iters):
-        for w, s in enumerate(["s0", "s1", "s2", "s3", "s4"]):
+        for _w, s in enumerate(["s0", "s1", "s2", "s3", "s4"]):
             d = 100 * (1 + 0.01 * rng.random())
             if s == late_straggler and t >= iters // 2:
                 d *= 2.0
@@ -37,8 +47,8 @@ def synthetic_log(iters=400, late_straggler="s1", early_straggler="s2", seed=0):
 
 def test_recency_trusts_a_recovered_server_again_and_shrinks_to_the_fleet():
     est, fleet = estimate_from_logs(synthetic_log(), half_life=50, servers=["unseen"])
-    assert est["s1"].straggle_probability > 0.8          # straggling now
-    assert est["s2"].straggle_probability < 0.1          # straggled long ago, recovered
+    assert est["s1"].straggle_probability > 0.8  # straggling now
+    assert est["s2"].straggle_probability < 0.1  # straggled long ago, recovered
     assert est["s0"].straggle_probability < 0.1
     assert est["s1"].mean > 1.8 and est["s0"].mean < 1.05
     assert est["unseen"].samples == 0 and est["unseen"].slowdown == fleet
@@ -100,7 +110,7 @@ def test_ar_forecast_recovers_the_level():
         y.append(0.2 + 0.6 * y[-1] + 0.05 * rng.standard_normal())
     f1 = forecast(np.array(y), order=1, horizon=1)
     f10 = forecast(np.array(y), order=1, horizon=10)
-    assert abs(f10.mean - 0.5) < 0.05            # the stationary mean 0.2 / (1 - 0.6)
+    assert abs(f10.mean - 0.5) < 0.05  # the stationary mean 0.2 / (1 - 0.6)
     assert 0.04 < f1.sd < 0.06 and f10.sd > f1.sd  # error grows with the horizon
 
 
@@ -120,12 +130,12 @@ def test_contention_slows_the_cpu_bound_job_on_the_cpu_loaded_server(tmp_path):
     dem.write_text(f"job,cpu,memory,network,gpu\n{jobs[0]},0.5,,,\n{jobs[1]},,,0.5,\n")
     over = contention_overrides(inst, tele, read_demands(dem))
     assert ids[0] in over[jobs[0]] and over[jobs[0]][ids[0]].mean() > 2.0
-    assert ids[1] not in over.get(jobs[0], {})                 # CPU there is free
-    assert jobs[1] not in over                                  # the network is not loaded
+    assert ids[1] not in over.get(jobs[0], {})  # CPU there is free
+    assert jobs[1] not in over  # the network is not loaded
     out = apply_estimates(inst, overrides=over)
     assert out.job_by_id[jobs[0]].slowdown[ids[0]] == over[jobs[0]][ids[0]]
     sol = placement.solve(out, "auto")
-    assert ids[0] not in sol.assignment.get(jobs[0], {})       # the placement avoids it
+    assert ids[0] not in sol.assignment.get(jobs[0], {})  # the placement avoids it
     dem.write_text("job,cpu\nnope,0.5\n")
     with pytest.raises(TelemetryError, match="unknown job 'nope'"):
         contention_overrides(inst, tele, read_demands(dem))

@@ -2,6 +2,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import expected_time_by_enumeration, widest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,8 +10,6 @@ import placement
 from placement.evaluation import evaluate, lower_bound, monte_carlo
 from placement.instances.generate import generate
 from placement.testing import assignments, instances
-
-from helpers import expected_time_by_enumeration, widest
 
 
 @given(st.data())
@@ -54,17 +53,38 @@ def test_monte_carlo_is_seeded_and_checks_samples():
 
 
 def test_hand_computed_two_servers():
-    inst = placement.instance_from_dict({
-        "format": "placement-instance/1", "name": "hand",
-        "topology": {"nodes": [
-            {"id": "a", "kind": "server", "gpus": 1, "gpu_type": "X", "intra_bandwidth_gbps": 100,
-             "slowdown": {"values": [1, 2], "probs": [0.5, 0.5]}},
-            {"id": "b", "kind": "server", "gpus": 1, "gpu_type": "X", "intra_bandwidth_gbps": 100,
-             "slowdown": {"values": [1, 3], "probs": [0.75, 0.25]}},
-            {"id": "t", "kind": "switch"}],
-            "edges": [{"source": "a", "target": "t", "bandwidth_gbps": 10},
-                      {"source": "b", "target": "t", "bandwidth_gbps": 40}]},
-        "jobs": [{"id": "j", "workers": 2, "compute_ms": 100, "gradient_mb": 50}]})
+    inst = placement.instance_from_dict(
+        {
+            "format": "placement-instance/1",
+            "name": "hand",
+            "topology": {
+                "nodes": [
+                    {
+                        "id": "a",
+                        "kind": "server",
+                        "gpus": 1,
+                        "gpu_type": "X",
+                        "intra_bandwidth_gbps": 100,
+                        "slowdown": {"values": [1, 2], "probs": [0.5, 0.5]},
+                    },
+                    {
+                        "id": "b",
+                        "kind": "server",
+                        "gpus": 1,
+                        "gpu_type": "X",
+                        "intra_bandwidth_gbps": 100,
+                        "slowdown": {"values": [1, 3], "probs": [0.75, 0.25]},
+                    },
+                    {"id": "t", "kind": "switch"},
+                ],
+                "edges": [
+                    {"source": "a", "target": "t", "bandwidth_gbps": 10},
+                    {"source": "b", "target": "t", "bandwidth_gbps": 40},
+                ],
+            },
+            "jobs": [{"id": "j", "workers": 2, "compute_ms": 100, "gradient_mb": 50}],
+        }
+    )
     r = evaluate(inst, {"j": {"a": 1, "b": 1}}).jobs["j"]
     # max: 100 w.p. 3/8, 200 w.p. 3/8, 300 w.p. 1/4 -> 187.5; all-reduce 2*(1/2)*8*50/10 = 40
     assert r.expected_iteration_ms == pytest.approx(227.5)
@@ -74,11 +94,15 @@ def test_hand_computed_two_servers():
 
 
 def test_objectives_and_placed_weight():
-    inst = generate(racks=2, servers_per_rack=2, jobs=4, seed=2, objective="weighted_expected_jct", admission="best_effort")
+    inst = generate(
+        racks=2, servers_per_rack=2, jobs=4, seed=2, objective="weighted_expected_jct", admission="best_effort"
+    )
     sol = placement.solve(inst, "greedy")
     ev = evaluate(inst, sol.assignment)
-    expect = sum(inst.job_by_id[j].weight * inst.job_by_id[j].iterations * r.expected_iteration_ms / 1000
-                 for j, r in ev.jobs.items())
+    expect = sum(
+        inst.job_by_id[j].weight * inst.job_by_id[j].iterations * r.expected_iteration_ms / 1000
+        for j, r in ev.jobs.items()
+    )
     assert ev.objective == pytest.approx(expect)
     assert ev.placed_weight == pytest.approx(sum(inst.job_by_id[j].weight for j in ev.jobs))
 
@@ -102,5 +126,6 @@ def test_evaluates_a_thousand_jobs_on_a_thousand_servers():
     for jid in list(ev.jobs)[::97]:
         one = evaluate(inst, {jid: sol.assignment[jid]})
         assert one.jobs[jid] == ev.jobs[jid] or math.isclose(
-            one.jobs[jid].expected_iteration_ms, ev.jobs[jid].expected_iteration_ms, rel_tol=1e-12)
+            one.jobs[jid].expected_iteration_ms, ev.jobs[jid].expected_iteration_ms, rel_tol=1e-12
+        )
     assert np.isfinite(ev.objective)

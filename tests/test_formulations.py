@@ -7,28 +7,71 @@ from hypothesis import given, settings
 
 import placement
 from placement.formulations.index import index_instance
-from placement.problem import without_slowdowns
 from placement.instances.generate import generate
 from placement.model import Status
+from placement.problem import without_slowdowns
 from placement.solving import REGISTRY
 from placement.testing import check_solution, instances
 
 EXACT = [m for m in REGISTRY if m.kind == "exact" and m.name != "brute_force"]
-PARAMS = [pytest.param(m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name}: {', '.join(m.requires)} not installed"))
-          for m in EXACT]
+PARAMS = [
+    pytest.param(
+        m.name, marks=pytest.mark.skipif(not m.available, reason=f"{m.name}: {', '.join(m.requires)} not installed")
+    )
+    for m in EXACT
+]
 
 # tiny instances whose optimum the oracle knows: each regime and constraint class
 CATALOGUE = {
     "hot": dict(racks=1, servers_per_rack=3, gpus_per_server=4, jobs=3, job_mix="small", hot_fraction=0.5, seed=1),
-    "two-racks": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", hot_fraction=0.5, seed=2),
-    "heavy-tail": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", regime="heavy-tail", seed=3),
-    "correlated": dict(topology="multi-pod", pods=2, racks=1, servers_per_rack=2, gpus_per_server=2, jobs=3,
-                       job_mix="small", regime="correlated", scenarios=5, seed=4),
-    "hetero": dict(racks=2, servers_per_rack=2, gpus_per_server=2, gpu_types="A100,T4", jobs=3, job_mix="small",
-                   cpu_memory=True, used_fraction=0.3, seed=5),
-    "best-effort": dict(racks=1, servers_per_rack=3, gpus_per_server=2, jobs=5, job_mix="small", load=2.0,
-                        admission="best_effort", seed=6),
-    "jct": dict(racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", objective="weighted_expected_jct", seed=7),
+    "two-racks": dict(
+        racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", hot_fraction=0.5, seed=2
+    ),
+    "heavy-tail": dict(
+        racks=2, servers_per_rack=2, gpus_per_server=2, jobs=3, job_mix="small", regime="heavy-tail", seed=3
+    ),
+    "correlated": dict(
+        topology="multi-pod",
+        pods=2,
+        racks=1,
+        servers_per_rack=2,
+        gpus_per_server=2,
+        jobs=3,
+        job_mix="small",
+        regime="correlated",
+        scenarios=5,
+        seed=4,
+    ),
+    "hetero": dict(
+        racks=2,
+        servers_per_rack=2,
+        gpus_per_server=2,
+        gpu_types="A100,T4",
+        jobs=3,
+        job_mix="small",
+        cpu_memory=True,
+        used_fraction=0.3,
+        seed=5,
+    ),
+    "best-effort": dict(
+        racks=1,
+        servers_per_rack=3,
+        gpus_per_server=2,
+        jobs=5,
+        job_mix="small",
+        load=2.0,
+        admission="best_effort",
+        seed=6,
+    ),
+    "jct": dict(
+        racks=2,
+        servers_per_rack=2,
+        gpus_per_server=2,
+        jobs=3,
+        job_mix="small",
+        objective="weighted_expected_jct",
+        seed=7,
+    ),
 }
 
 

@@ -6,10 +6,9 @@ from click.testing import CliRunner
 
 import placement
 from placement.cli.main import cli
-from placement.compare import Run, compare, expand_instances, isolated_run, read_rows
-from placement.compare import shifted_geomean, summarise
+from placement.compare import Run, compare, expand_instances, isolated_run, read_rows, shifted_geomean, summarise
 
-BAD_METHODS = textwrap.dedent('''
+BAD_METHODS = textwrap.dedent("""
     import os, time
     from placement.methods.greedy import greedy
 
@@ -23,7 +22,7 @@ BAD_METHODS = textwrap.dedent('''
         out = greedy(instance, opts)
         out.optimal = True          # a false claim: solve() cannot check it, the oracle can
         return out
-''')
+""")
 
 
 @pytest.fixture
@@ -56,8 +55,15 @@ def test_a_hanging_method_is_killed_and_a_crashing_one_recorded(bad_methods):
 def test_sweep_survives_failures_resumes_and_reports(bad_methods, tmp_path):
     out = tmp_path / "sweep"
     methods = ["greedy", "first_fit", "badmethods:hang", "badmethods:crash"]
-    rows = compare(["tiny", "library/tiny/hot"], methods, time_limits=[1.0], out_dir=out, grace_s=1.0, progress=False,
-                   say=lambda m: None)
+    rows = compare(
+        ["tiny", "library/tiny/hot"],
+        methods,
+        time_limits=[1.0],
+        out_dir=out,
+        grace_s=1.0,
+        progress=False,
+        say=lambda m: None,
+    )
     assert len(rows) == 8
     st = {(r["instance"], r["method"]): r["status"] for r in rows}
     assert st[("tiny", "badmethods:hang")] == "killed" and st[("tiny", "badmethods:crash")] == "crashed"
@@ -68,8 +74,15 @@ def test_sweep_survives_failures_resumes_and_reports(bad_methods, tmp_path):
     lines = (out / "runs.jsonl").read_text().splitlines()
     (out / "runs.jsonl").write_text("\n".join(lines[:5]) + "\n" + lines[5][: len(lines[5]) // 2] + "\n")
     said = []
-    rows2 = compare(["tiny", "library/tiny/hot"], methods, time_limits=[1.0], out_dir=out, grace_s=1.0, progress=False,
-                    say=said.append)
+    rows2 = compare(
+        ["tiny", "library/tiny/hot"],
+        methods,
+        time_limits=[1.0],
+        out_dir=out,
+        grace_s=1.0,
+        progress=False,
+        say=said.append,
+    )
     assert "(5 already in" in said[0]
     assert len(rows2) == 8 and len(read_rows(out / "runs.jsonl")) == 8
     report = (out / "report.md").read_text()
@@ -98,10 +111,50 @@ def test_report_statistics():
     assert shifted_geomean([1.0, 1.0], 1.0) == pytest.approx(1.0)
     assert shifted_geomean([0.0, 3.0], 1.0) == pytest.approx(1.0)
     rows = [
-        {"instance": "i", "time_limit_s": 1, "seed": 0, "method": "a", "valid": True, "objective": 10.0, "placed_weight": 1, "wall_s": 1, "ideal_lower_bound": 5.0},
-        {"instance": "i", "time_limit_s": 1, "seed": 0, "method": "auto", "valid": True, "objective": 8.0, "placed_weight": 1, "wall_s": 1, "ideal_lower_bound": 5.0},
-        {"instance": "i", "time_limit_s": 1, "seed": 0, "method": "first_fit", "valid": True, "objective": 11.0, "placed_weight": 1, "wall_s": 1, "ideal_lower_bound": 5.0},
-        {"instance": "i", "time_limit_s": 1, "seed": 0, "method": "x", "valid": False, "objective": None, "placed_weight": 0, "wall_s": 1, "status": "crashed"},
+        {
+            "instance": "i",
+            "time_limit_s": 1,
+            "seed": 0,
+            "method": "a",
+            "valid": True,
+            "objective": 10.0,
+            "placed_weight": 1,
+            "wall_s": 1,
+            "ideal_lower_bound": 5.0,
+        },
+        {
+            "instance": "i",
+            "time_limit_s": 1,
+            "seed": 0,
+            "method": "auto",
+            "valid": True,
+            "objective": 8.0,
+            "placed_weight": 1,
+            "wall_s": 1,
+            "ideal_lower_bound": 5.0,
+        },
+        {
+            "instance": "i",
+            "time_limit_s": 1,
+            "seed": 0,
+            "method": "first_fit",
+            "valid": True,
+            "objective": 11.0,
+            "placed_weight": 1,
+            "wall_s": 1,
+            "ideal_lower_bound": 5.0,
+        },
+        {
+            "instance": "i",
+            "time_limit_s": 1,
+            "seed": 0,
+            "method": "x",
+            "valid": False,
+            "objective": None,
+            "placed_weight": 0,
+            "wall_s": 1,
+            "status": "crashed",
+        },
     ]
     s = {r["method"]: r for r in summarise(rows)}
     assert s["auto"]["wins"] == 1 and s["a"]["objective_gm_ratio"] == pytest.approx(1.25)
@@ -110,7 +163,9 @@ def test_report_statistics():
 
 
 def test_compare_cli(tmp_path):
-    r = CliRunner().invoke(cli, ["compare", "tiny", "-m", "greedy,spread", "--time-limits", "2", "-o", str(tmp_path / "c")])
+    r = CliRunner().invoke(
+        cli, ["compare", "tiny", "-m", "greedy,spread", "--time-limits", "2", "-o", str(tmp_path / "c")]
+    )
     assert r.exit_code == 0, r.output
     assert "greedy" in r.stdout and "objective/best" in r.stdout
     assert (tmp_path / "c" / "runs.csv").read_text().count("\n") == 3
@@ -122,8 +177,16 @@ def test_compare_cli(tmp_path):
 
 def test_sweep_on_a_local_dask_cluster(tmp_path):
     pytest.importorskip("distributed")
-    rows = compare(["tiny"], ["greedy", "first_fit"], time_limits=[2.0], out_dir=tmp_path / "d", dask="local",
-                   parallel=2, progress=False, say=lambda m: None)
+    rows = compare(
+        ["tiny"],
+        ["greedy", "first_fit"],
+        time_limits=[2.0],
+        out_dir=tmp_path / "d",
+        dask="local",
+        parallel=2,
+        progress=False,
+        say=lambda m: None,
+    )
     assert sorted(r["method"] for r in rows) == ["first_fit", "greedy"]
     assert all(r["status"] == "feasible" and r["valid"] for r in rows)
 

@@ -13,14 +13,13 @@ from hypothesis import given, settings
 import placement
 from placement.cli.main import cli
 from placement.evaluation import lower_bound
+from placement.formats import checked
 from placement.formulations.transport import transport_lower_bound
 from placement.instances.generate import generate
 from placement.model import Slowdown, Status
+from placement.problem import arrays_of, cluster_of
 from placement.solving import moved_workers
 from placement.testing import check_solution, instances
-from placement.problem import cluster_of
-from placement.problem import arrays_of
-from placement.formats import checked
 
 
 @settings(max_examples=25)
@@ -33,18 +32,29 @@ def test_transport_bound_is_below_the_optimum(inst):
 
 
 def test_transport_bound_is_tighter_on_a_contended_heterogeneous_fleet():
-    inst = generate(racks=4, servers_per_rack=8, servers_from="alibaba-v2023", used_fraction=0.5, jobs=60, load=0.7, seed=3)
+    inst = generate(
+        racks=4, servers_per_rack=8, servers_from="alibaba-v2023", used_fraction=0.5, jobs=60, load=0.7, seed=3
+    )
     tb, lb = transport_lower_bound(inst), lower_bound(inst)
     sol = placement.solve(inst, "auto", time_limit_s=5)
     check_solution(inst, sol)
     assert lb <= tb <= sol.objective
     assert tb > lb * 1.01
-    assert sol.bound >= tb * (1 - 1e-9)   # auto reports the better bound
+    assert sol.bound >= tb * (1 - 1e-9)  # auto reports the better bound
 
 
 def test_greedy_places_type_restricted_jobs_by_retrying_them_first():
-    inst = generate(topology="multi-pod", pods=2, racks=4, servers_per_rack=10, servers_from="alibaba-v2023",
-                    used_fraction=0.75, jobs=150, load=0.8, seed=1)
+    inst = generate(
+        topology="multi-pod",
+        pods=2,
+        racks=4,
+        servers_per_rack=10,
+        servers_from="alibaba-v2023",
+        used_fraction=0.75,
+        jobs=150,
+        load=0.8,
+        seed=1,
+    )
     g = placement.solve(inst, "greedy")
     c = placement.solve(inst, "consolidate")
     check_solution(inst, g)
@@ -58,7 +68,9 @@ def _changed(inst, share=0.1, seed=1):
     for i in rng.choice(len(servers), size=max(1, int(len(servers) * share)), replace=False):
         s = servers[i]
         hot = s.slowdown.mean() < 1.05
-        servers[i] = dataclasses.replace(s, slowdown=Slowdown((1.0, 1.5, 3.0), (0.5, 0.35, 0.15)) if hot else Slowdown())
+        servers[i] = dataclasses.replace(
+            s, slowdown=Slowdown((1.0, 1.5, 3.0), (0.5, 0.35, 0.15)) if hot else Slowdown()
+        )
     return checked(inst.replace(servers=tuple(servers)))
 
 

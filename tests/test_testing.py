@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 
 import placement
 from placement.model import JobReport
-from placement.testing import assignments, check_solution, instances
 from placement.problem import cluster_of
+from placement.testing import assignments, check_solution, instances
 
 
 def test_strategies_reach_the_corner_cases():
@@ -43,7 +43,13 @@ def test_check_solution_catches_tampering():
         check_solution(inst, lie)
     jid = next(iter(sol.jobs))
     r = sol.jobs[jid]
-    lie = dataclasses.replace(sol, jobs={**sol.jobs, jid: JobReport(r.expected_iteration_ms, r.ideal_iteration_ms, 0.0, r.bandwidth_gbps, r.servers)})
+    lie = dataclasses.replace(
+        sol,
+        jobs={
+            **sol.jobs,
+            jid: JobReport(r.expected_iteration_ms, r.ideal_iteration_ms, 0.0, r.bandwidth_gbps, r.servers),
+        },
+    )
     if r.straggler_probability > 0:
         with pytest.raises(AssertionError, match="straggler_probability"):
             check_solution(inst, lie)

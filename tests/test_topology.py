@@ -1,13 +1,12 @@
 import itertools
 
+from helpers import widest
 from hypothesis import given
 
 import placement
 from placement.instances.generate import generate
-from placement.testing import instances
 from placement.problem import cluster_of
-
-from helpers import widest
+from placement.testing import instances
 
 
 @given(instances(max_servers=6))
@@ -47,7 +46,9 @@ def test_leaf_spine_domains_are_racks_then_cluster():
 
 
 def test_multi_pod_has_three_levels():
-    inst = generate(topology="multi-pod", pods=2, racks=2, servers_per_rack=2, nic_gbps=100, uplink_gbps=50, core_gbps=10, seed=0)
+    inst = generate(
+        topology="multi-pod", pods=2, racks=2, servers_per_rack=2, nic_gbps=100, uplink_gbps=50, core_gbps=10, seed=0
+    )
     bws = sorted({d.bandwidth_gbps for d in cluster_of(inst).domains})
     assert bws == [10, 50, 100]
     assert cluster_of(inst).bottleneck(["s0", "s7"]) == 10

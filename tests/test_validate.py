@@ -2,12 +2,11 @@ import copy
 
 import pytest
 from hypothesis import given
+from test_io import BASE
 
+from placement.evaluation import validate
 from placement.formats import instance_from_dict
 from placement.testing import instances
-from placement.evaluation import validate
-
-from test_io import BASE
 
 
 def inst_with(**job_changes):

@@ -10,6 +10,7 @@ same isolated process.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -66,8 +67,13 @@ def expand_instances(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def plan(instances: Sequence[str], methods: Sequence[str], seeds: Sequence[int], time_limits: Sequence[float],
-         threads: int = 1) -> list[Run]:
+def plan(
+    instances: Sequence[str],
+    methods: Sequence[str],
+    seeds: Sequence[int],
+    time_limits: Sequence[float],
+    threads: int = 1,
+) -> list[Run]:
     return [Run(i, m, s, t, threads) for i in instances for t in time_limits for m in methods for s in seeds]
 
 
@@ -82,34 +88,46 @@ def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
     fd, out = tempfile.mkstemp(prefix="placement-run-", suffix=".json")
     os.close(fd)
     t0 = time.monotonic()
-    row: dict[str, Any] = {"instance": run.instance, "method": run.method, "seed": run.seed,
-                           "time_limit_s": run.time_limit_s, "threads": run.threads}
+    row: dict[str, Any] = {
+        "instance": run.instance,
+        "method": run.method,
+        "seed": run.seed,
+        "time_limit_s": run.time_limit_s,
+        "threads": run.threads,
+    }
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", "placement.compare.worker", out],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             _, err = proc.communicate(json.dumps(asdict(run)), timeout=run.time_limit_s + grace)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            row.update(status=RunState.KILLED, wall_s=time.monotonic() - t0,
-                       error=f"still running {run.time_limit_s + grace:g} s after start (limit {run.time_limit_s:g} s + grace {grace:g} s): killed")
+            row.update(
+                status=RunState.KILLED,
+                wall_s=time.monotonic() - t0,
+                error=f"still running {run.time_limit_s + grace:g} s after start (limit {run.time_limit_s:g} s + grace {grace:g} s): killed",
+            )
             return row
         text = Path(out).read_text() if os.path.getsize(out) else ""
         if proc.returncode != 0 or not text:
             tail = (err or "").strip().splitlines()[-3:]
-            row.update(status=RunState.CRASHED, wall_s=time.monotonic() - t0,
-                       error=f"exit code {proc.returncode}: " + " | ".join(tail))
+            row.update(
+                status=RunState.CRASHED,
+                wall_s=time.monotonic() - t0,
+                error=f"exit code {proc.returncode}: " + " | ".join(tail),
+            )
             return row
         row.update(json.loads(text))
         return row
     finally:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(out)
-        except OSError:
-            pass
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -127,7 +145,9 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _key(row: dict[str, Any]) -> str:
-    return Run(row["instance"], row["method"], int(row["seed"]), float(row["time_limit_s"]), int(row.get("threads", 1))).key
+    return Run(
+        row["instance"], row["method"], int(row["seed"]), float(row["time_limit_s"]), int(row.get("threads", 1))
+    ).key
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
@@ -135,7 +155,9 @@ def write_csv(rows: Sequence[dict[str, Any]], path: Path) -> None:
         w = csv.DictWriter(f, fieldnames=ROW_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({k: (" > ".join(r[k]) if k == "path" and isinstance(r.get(k), list) else r.get(k)) for k in ROW_FIELDS})
+            w.writerow(
+                {k: (" > ".join(r[k]) if k == "path" and isinstance(r.get(k), list) else r.get(k)) for k in ROW_FIELDS}
+            )
 
 
 def compare(
@@ -164,12 +186,17 @@ def compare(
     limit = max(1, cores // max(1, threads))
     p = limit if parallel is None else max(1, min(parallel, limit))
     where = f"Dask at {dask}" if dask else "this machine"
-    say(f"placement compare: {len(runs)} runs ({len(runs) - len(todo)} already in {jsonl}), "
-        f"{p} at a time x {threads} thread(s) = {p * threads} of {cores} cores, on {where}")
+    say(
+        f"placement compare: {len(runs)} runs ({len(runs) - len(todo)} already in {jsonl}), "
+        f"{p} at a time x {threads} thread(s) = {p * threads} of {cores} cores, on {where}"
+    )
     if parallel is not None and parallel > limit:
-        say(f"placement compare: --parallel {parallel} lowered to {limit}: threads x parallel runs stay within {cores} cores")
+        say(
+            f"placement compare: --parallel {parallel} lowered to {limit}: threads x parallel runs stay within {cores} cores"
+        )
     show = sys.stderr.isatty() if progress is None else progress
     with open(jsonl, "a") as sink:
+
         def record(row: dict[str, Any]) -> None:
             sink.write(json.dumps(row) + "\n")
             sink.flush()
@@ -189,12 +216,21 @@ def compare(
 def _progress(total: int, show: bool) -> Any:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    prog = Progress(TextColumn("[bold]compare"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    TextColumn("{task.description}"), disable=not show, transient=False)
+    prog = Progress(
+        TextColumn("[bold]compare"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        disable=not show,
+        transient=False,
+    )
     return prog
 
 
-def _run_local(todo: list[Run], parallel: int, grace_s: float | None, record: Callable[[dict[str, Any]], None], show: bool) -> None:
+def _run_local(
+    todo: list[Run], parallel: int, grace_s: float | None, record: Callable[[dict[str, Any]], None], show: bool
+) -> None:
     with _progress(len(todo), show) as prog:
         task = prog.add_task("", total=len(todo))
         with ThreadPoolExecutor(max_workers=parallel) as pool:
@@ -210,12 +246,21 @@ def _run_local(todo: list[Run], parallel: int, grace_s: float | None, record: Ca
                 raise
 
 
-def _run_dask(todo: list[Run], address: str, parallel: int, grace_s: float | None,
-              record: Callable[[dict[str, Any]], None], show: bool) -> None:
+def _run_dask(
+    todo: list[Run],
+    address: str,
+    parallel: int,
+    grace_s: float | None,
+    record: Callable[[dict[str, Any]], None],
+    show: bool,
+) -> None:
     try:
-        from distributed import Client, LocalCluster, as_completed as dask_completed
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
     except ImportError:
-        raise MethodUnavailableError("--dask needs the distributed extra: pip install 'placement[distributed]'") from None
+        raise MethodUnavailableError(
+            "--dask needs the distributed extra: pip install 'placement[distributed]'"
+        ) from None
     cluster = None
     if address == "local":
         cluster = LocalCluster(n_workers=parallel, threads_per_worker=1, processes=True, dashboard_address=None)

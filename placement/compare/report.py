@@ -80,19 +80,23 @@ def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         rs = by_m[m]
         rm = rat.get(m, [])
         solved = sum(1 for x in rm if math.isfinite(x))
-        out.append({
-            "method": m,
-            "runs": len(rs),
-            "solved": solved,
-            "optimal": sum(1 for r in rs if r.get("status") == RunState.OPTIMAL),
-            "failed": sum(1 for r in rs if "status" in r and RunState(r["status"]).failed),
-            "refused": sum(1 for r in rs if r.get("status") == RunState.REFUSED),
-            "time_sgm_s": shifted_geomean([float(r.get("wall_s") or 0.0) for r in rs], 1.0),
-            "objective_gm_ratio": shifted_geomean([x if math.isfinite(x) else 2 * worst for x in rm], 0.0) if rm else math.nan,
-            "wins": sum(1 for x in rm if math.isfinite(x) and x <= 1 + 1e-9),
-            "auto_removes": (sum(removed[m]) / len(removed[m])) if removed.get(m) else None,
-            "peak_mem_mb": max((float(r.get("peak_mem_mb") or 0) for r in rs), default=0.0),
-        })
+        out.append(
+            {
+                "method": m,
+                "runs": len(rs),
+                "solved": solved,
+                "optimal": sum(1 for r in rs if r.get("status") == RunState.OPTIMAL),
+                "failed": sum(1 for r in rs if "status" in r and RunState(r["status"]).failed),
+                "refused": sum(1 for r in rs if r.get("status") == RunState.REFUSED),
+                "time_sgm_s": shifted_geomean([float(r.get("wall_s") or 0.0) for r in rs], 1.0),
+                "objective_gm_ratio": shifted_geomean([x if math.isfinite(x) else 2 * worst for x in rm], 0.0)
+                if rm
+                else math.nan,
+                "wins": sum(1 for x in rm if math.isfinite(x) and x <= 1 + 1e-9),
+                "auto_removes": (sum(removed[m]) / len(removed[m])) if removed.get(m) else None,
+                "peak_mem_mb": max((float(r.get("peak_mem_mb") or 0) for r in rs), default=0.0),
+            }
+        )
     return out
 
 
@@ -141,7 +145,9 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     rat = ratios(rows)
     methods = list(rat)
     cmap = plt.get_cmap("tab20")
-    style = {m: dict(color=cmap(k % 20), linestyle=("-", "--", ":", "-.")[k % 4]) for k, m in enumerate(methods)}
+    style: dict[str, dict[str, Any]] = {
+        m: dict(color=cmap(k % 20), linestyle=("-", "--", ":", "-.")[k % 4]) for k, m in enumerate(methods)
+    }
     marker = {m: "os^vDP*Xph<>"[k % 12] for k, m in enumerate(methods)}
     finite = [x for xs in rat.values() for x in xs if math.isfinite(x)]
     top = max(finite + [1.01])
@@ -175,7 +181,9 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
         for m in methods:
             pts = points(m)
             if pts:
-                ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m])
+                ax.scatter(
+                    [p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m]
+                )
         ax.set_xscale("log")
         if logy:
             ax.set_yscale("log")
@@ -187,9 +195,27 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
         fig.savefig(out / name, dpi=110)
         plt.close(fig)
 
-    scatter(lambda m: [(max(float(r["wall_s"]), 1e-3), r["objective"] / best[key(r)]) for r in rows
-                       if r["method"] == m and r.get("valid") and r.get("objective") is not None and key(r) in best],
-            "Objective against time", "wall time (s)", "objective / best", False, "objective_vs_time.png")
-    scatter(lambda m: [(r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3)) for r in rows
-                       if r["method"] == m and r.get("gpus")],
-            "Time against instance size", "free GPUs in the instance", "wall time (s)", True, "time_vs_size.png")
+    scatter(
+        lambda m: [
+            (max(float(r["wall_s"]), 1e-3), r["objective"] / best[key(r)])
+            for r in rows
+            if r["method"] == m and r.get("valid") and r.get("objective") is not None and key(r) in best
+        ],
+        "Objective against time",
+        "wall time (s)",
+        "objective / best",
+        False,
+        "objective_vs_time.png",
+    )
+    scatter(
+        lambda m: [
+            (r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3))
+            for r in rows
+            if r["method"] == m and r.get("gpus")
+        ],
+        "Time against instance size",
+        "free GPUs in the instance",
+        "wall time (s)",
+        True,
+        "time_vs_size.png",
+    )

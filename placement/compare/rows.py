@@ -7,9 +7,30 @@ import enum
 __all__ = ["ROW_FIELDS", "RunState"]
 
 ROW_FIELDS = (
-    "instance", "instance_name", "servers", "gpus", "jobs", "method", "seed", "time_limit_s", "threads",
-    "status", "objective", "bound", "gap", "wall_s", "peak_mem_mb", "valid", "straggler_probability",
-    "ideal_lower_bound", "excess_over_ideal", "placed_weight", "backend", "backend_version", "path", "error",
+    "instance",
+    "instance_name",
+    "servers",
+    "gpus",
+    "jobs",
+    "method",
+    "seed",
+    "time_limit_s",
+    "threads",
+    "status",
+    "objective",
+    "bound",
+    "gap",
+    "wall_s",
+    "peak_mem_mb",
+    "valid",
+    "straggler_probability",
+    "ideal_lower_bound",
+    "excess_over_ideal",
+    "placed_weight",
+    "backend",
+    "backend_version",
+    "path",
+    "error",
 )
 
 

@@ -23,14 +23,21 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
     try:
         inst = resolve_instance(spec["instance"])
     except PlacementError as e:
-        row.update(status=RunState.REFUSED, wall_s=0.0, error=str(e).splitlines()[0] + " " + " ".join(str(e).splitlines()[1:2]))
+        row.update(
+            status=RunState.REFUSED, wall_s=0.0, error=str(e).splitlines()[0] + " " + " ".join(str(e).splitlines()[1:2])
+        )
         return row
-    row.update(instance_name=inst.name, servers=len(inst.servers), gpus=int(sum(s.free_gpus for s in inst.servers)),
-               jobs=len(inst.jobs))
+    row.update(
+        instance_name=inst.name,
+        servers=len(inst.servers),
+        gpus=int(sum(s.free_gpus for s in inst.servers)),
+        jobs=len(inst.jobs),
+    )
     t0 = time.monotonic()
     try:
-        sol = solve(inst, spec["method"], time_limit_s=spec["time_limit_s"], seed=spec["seed"],
-                              threads=spec.get("threads", 1))
+        sol = solve(
+            inst, spec["method"], time_limit_s=spec["time_limit_s"], seed=spec["seed"], threads=spec.get("threads", 1)
+        )
     except PlacementError as e:
         row.update(status=RunState.REFUSED, wall_s=time.monotonic() - t0, error=str(e).splitlines()[0])
         return row
@@ -40,11 +47,19 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
     wsum = sum(weights[j] for j in sol.jobs) or 1.0
     strag = sum(weights[j] * r.straggler_probability for j, r in sol.jobs.items()) / wsum if sol.jobs else None
     row.update(
-        status=RunState(sol.status.value), objective=sol.objective, bound=sol.bound, gap=sol.gap, wall_s=sol.stats["wall_s"],
-        valid=bool(valid), straggler_probability=strag, ideal_lower_bound=ideal,
+        status=RunState(sol.status.value),
+        objective=sol.objective,
+        bound=sol.bound,
+        gap=sol.gap,
+        wall_s=sol.stats["wall_s"],
+        valid=bool(valid),
+        straggler_probability=strag,
+        ideal_lower_bound=ideal,
         excess_over_ideal=None if sol.objective is None or not ideal else sol.objective / ideal - 1.0,
-        placed_weight=sol.stats.get("placed_weight"), backend=sol.stats.get("backend"),
-        backend_version=sol.stats.get("backend_version"), path=list(sol.stats.get("path", [])),
+        placed_weight=sol.stats.get("placed_weight"),
+        backend=sol.stats.get("backend"),
+        backend_version=sol.stats.get("backend_version"),
+        path=list(sol.stats.get("path", [])),
         error=sol.stats.get("message") if sol.status.value == "error" else None,
     )
     return row

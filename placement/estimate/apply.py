@@ -14,8 +14,12 @@ from placement.model.records import Instance, Slowdown
 __all__ = ["apply_estimates"]
 
 
-def apply_estimates(instance: Instance, servers: Mapping[str, ServerEstimate] | None = None,
-                    fleet: Slowdown | None = None, overrides: Mapping[str, Mapping[str, Slowdown]] | None = None) -> Instance:
+def apply_estimates(
+    instance: Instance,
+    servers: Mapping[str, ServerEstimate] | None = None,
+    fleet: Slowdown | None = None,
+    overrides: Mapping[str, Mapping[str, Slowdown]] | None = None,
+) -> Instance:
     """``instance`` with server slowdowns from ``servers`` (servers not observed get
     ``fleet``) and per-job ``overrides``; checked by the loader."""
     if instance.scenarios is not None:
@@ -24,9 +28,13 @@ def apply_estimates(instance: Instance, servers: Mapping[str, ServerEstimate] | 
     if servers is not None:
         unknown = [s for s in servers if s not in instance.server_by_id]
         if unknown:
-            raise LogError([f"the logs name server {s!r}, which the instance does not have" for s in unknown[:MAX_LISTED]])
-        srv = [dataclasses.replace(s, slowdown=servers[s.id].slowdown if s.id in servers else (fleet or s.slowdown))
-               for s in srv]
+            raise LogError(
+                [f"the logs name server {s!r}, which the instance does not have" for s in unknown[:MAX_LISTED]]
+            )
+        srv = [
+            dataclasses.replace(s, slowdown=servers[s.id].slowdown if s.id in servers else (fleet or s.slowdown))
+            for s in srv
+        ]
     jobs = list(instance.jobs)
     if overrides:
         jobs = [dataclasses.replace(j, slowdown={**j.slowdown, **overrides.get(j.id, {})}) for j in jobs]

@@ -83,13 +83,28 @@ def pai_instance(servers: Sequence[str], dists: dict[str, Slowdown], jobs: Seque
     racks = sorted({s.split("/")[0] for s in servers})
     srv = tuple(Server(s, 1, "pai", 100.0, slowdown=dists[s]) for s in servers)
     sw = tuple(Switch(f"tor-{r}") for r in racks) + (Switch("spine"),)
-    links = tuple(Link(s, f"tor-{s.split('/')[0]}", 100.0) for s in servers) + tuple(Link(f"tor-{r}", "spine", 25.0) for r in racks)
-    return Instance(name=name, servers=srv, jobs=tuple(jobs), switches=sw, links=links,
-                    source="placement.backtest: Alibaba PAI cluster-trace-gpu-v2020 per-worker logs")
+    links = tuple(Link(s, f"tor-{s.split('/')[0]}", 100.0) for s in servers) + tuple(
+        Link(f"tor-{r}", "spine", 25.0) for r in racks
+    )
+    return Instance(
+        name=name,
+        servers=srv,
+        jobs=tuple(jobs),
+        switches=sw,
+        links=links,
+        source="placement.backtest: Alibaba PAI cluster-trace-gpu-v2020 per-worker logs",
+    )
 
 
-def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: float = 0.5, half_life: float = HALF_LIFE,
-                 prior_strength: float = PRIOR_STRENGTH, time_limit_s: float = 5.0, seed: int = 0) -> BacktestResult:
+def backtest_pai(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    train_fraction: float = 0.5,
+    half_life: float = HALF_LIFE,
+    prior_strength: float = PRIOR_STRENGTH,
+    time_limit_s: float = 5.0,
+    seed: int = 0,
+) -> BacktestResult:
 
     log = read_pai(paths)
     train, test = split_log(log, train_fraction)
@@ -97,12 +112,14 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     servers = sorted(est)
     nb = len(BIN_EDGES) + 1
     eps = 1e-3
-    none = Slowdown(tuple([1.0] + [float(v) for v in fleet.values[1:]]),
-                    tuple([1 - eps] + [eps / (len(fleet.values) - 1)] * (len(fleet.values) - 1)))
+    none = Slowdown(
+        tuple([1.0] + [float(v) for v in fleet.values[1:]]),
+        tuple([1 - eps] + [eps / (len(fleet.values) - 1)] * (len(fleet.values) - 1)),
+    )
     models = {
         "estimate": {s: est[s].slowdown for s in servers},
-        "fleet prior": {s: fleet for s in servers},
-        "no-straggler prior": {s: none for s in servers},
+        "fleet prior": dict.fromkeys(servers, fleet),
+        "no-straggler prior": dict.fromkeys(servers, none),
     }
     tj, ts, tit, tr = ratios(test)
     tb = bin_index(tr)
@@ -115,7 +132,7 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     observed = {}
     for j in jobs_ids:
         sel = tj == j
-        mx = {}
+        mx: dict[int, float] = {}
         for t, r in zip(tit[sel], tr[sel]):
             mx[int(t)] = max(mx.get(int(t), 0.0), float(r))
         observed[str(j)] = float(np.mean(list(mx.values()))) if mx else math.nan
@@ -123,7 +140,7 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     for m, dists in models.items():
         members = {j: [s for s in servers if s.startswith(f"{j}/")] for j in jobs_ids}
         inst = pai_instance(servers, dists, [Job(f"{j}", len(members[j]), 1.0, 0.0) for j in jobs_ids], f"pai-{m}")
-        ev = evaluate(inst, {f"{j}": {s: 1 for s in members[j]} for j in jobs_ids})
+        ev = evaluate(inst, {f"{j}": dict.fromkeys(members[j], 1) for j in jobs_ids})
         predicted[m] = {str(j): ev.jobs[str(j)].expected_iteration_ms for j in jobs_ids}
     job_error = {m: {j: abs(predicted[m][j] - observed[j]) for j in observed} for m in models}
     # replay: where to place new jobs, judged under the held-out truth
@@ -140,5 +157,6 @@ def backtest_pai(paths: Sequence[str | os.PathLike[str]], *, train_fraction: flo
     for m, dists in models.items():
         sol = solve(pai_instance(servers, dists, new_jobs, f"pai-{m}"), "auto", time_limit_s=time_limit_s, seed=seed)
         replay[m] = evaluate(true_inst, sol.assignment).objective
-    return BacktestResult(train_fraction, len(train.duration), len(test.duration), loglik, job_error, observed, predicted, replay)
-
+    return BacktestResult(
+        train_fraction, len(train.duration), len(test.duration), loglik, job_error, observed, predicted, replay
+    )

@@ -19,8 +19,19 @@ from placement.estimate.csvrows import finite_number, raise_problems
 from placement.model.records import Slowdown
 
 __all__ = [
-    "BIN_EDGES", "bin_index", "bin_values", "LogData", "LogError", "read_iteration_log", "read_pai", "ratios",
-    "ServerEstimate", "estimate_from_logs", "HALF_LIFE", "PRIOR_STRENGTH", "SHAPE_STRENGTH",
+    "BIN_EDGES",
+    "bin_index",
+    "bin_values",
+    "LogData",
+    "LogError",
+    "read_iteration_log",
+    "read_pai",
+    "ratios",
+    "ServerEstimate",
+    "estimate_from_logs",
+    "HALF_LIFE",
+    "PRIOR_STRENGTH",
+    "SHAPE_STRENGTH",
 ]
 
 BIN_EDGES: tuple[float, ...] = (1.05, 1.1, 1.2, 1.5, 2.0, 3.0, 5.0)
@@ -39,18 +50,25 @@ class LogData:
     duration: np.ndarray
 
 
-def read_iteration_log(path: str | os.PathLike[str], *, job: str | None = None,
-                       columns: Mapping[str, str] | None = None) -> LogData:
+def read_iteration_log(
+    path: str | os.PathLike[str], *, job: str | None = None, columns: Mapping[str, str] | None = None
+) -> LogData:
     """Read a CSV of per-worker iteration times; every bad row is reported with its line.
 
     ``columns`` maps the canonical names (``job, worker, server, iteration, duration``) to
     the file's; ``job`` gives the job id for files of a single job without that column.
     """
-    cols = {"job": "job", "worker": "worker", "server": "server", "iteration": "iteration", "duration": "duration",
-            **(columns or {})}
+    cols = {
+        "job": "job",
+        "worker": "worker",
+        "server": "server",
+        "iteration": "iteration",
+        "duration": "duration",
+        **(columns or {}),
+    }
     p = Path(path)
     try:
-        f = open(p, newline="", encoding="utf-8")
+        f = open(p, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the with-block below
     except OSError as e:
         raise LogError([f"cannot read {p}: {e}"], source=str(p)) from None
     with f:
@@ -58,7 +76,9 @@ def read_iteration_log(path: str | os.PathLike[str], *, job: str | None = None,
         header = reader.fieldnames or []
         need = [k for k in ("worker", "iteration", "duration") + (() if job else ("job",)) if cols[k] not in header]
         if need:
-            raise LogError([f"missing column(s) {', '.join(repr(cols[k]) for k in need)}; the header has {header}"], source=str(p))
+            raise LogError(
+                [f"missing column(s) {', '.join(repr(cols[k]) for k in need)}; the header has {header}"], source=str(p)
+            )
         js, ss, its, ds, problems = [], [], [], [], []
         for line, row in enumerate(reader, start=2):
             jid = job if job else (row.get(cols["job"]) or "").strip()
@@ -92,8 +112,12 @@ def read_iteration_log(path: str | os.PathLike[str], *, job: str | None = None,
 def read_pai(paths: Sequence[str | os.PathLike[str]]) -> LogData:
     """The Alibaba PAI per-worker mini-batch files (``worker, gpu, time, batch_time_norm``):
     the job is the file name, each worker its own server ``<job>/w<worker>``."""
-    parts = [read_iteration_log(p, job=Path(p).stem.replace("_norm", ""),
-                                columns={"iteration": "time", "duration": "batch_time_norm"}) for p in paths]
+    parts = [
+        read_iteration_log(
+            p, job=Path(p).stem.replace("_norm", ""), columns={"iteration": "time", "duration": "batch_time_norm"}
+        )
+        for p in paths
+    ]
     return LogData(*(np.concatenate([getattr(x, f.name) for x in parts]) for f in dataclasses.fields(LogData)))
 
 
@@ -107,7 +131,7 @@ def ratios(log: LogData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     d_sorted = log.duration[order]
     for g, (s, c) in enumerate(zip(starts, counts)):
-        med[g] = float(np.median(d_sorted[s:s + c]))
+        med[g] = float(np.median(d_sorted[s : s + c]))
     keep = counts[inv] >= 2
     r = log.duration / med[inv]
     return log.job[keep], log.server[keep], log.iteration[keep], r[keep]
@@ -152,8 +176,14 @@ the PAI backtest (``placement backtest``): the hyperparameters are in-sample the
 per-server fits are not."""
 
 
-def estimate_from_logs(log: LogData, *, half_life: float = HALF_LIFE, prior_strength: float = PRIOR_STRENGTH,
-                       shape_strength: float = SHAPE_STRENGTH, servers: Iterable[str] = ()) -> tuple[dict[str, ServerEstimate], Slowdown]:
+def estimate_from_logs(
+    log: LogData,
+    *,
+    half_life: float = HALF_LIFE,
+    prior_strength: float = PRIOR_STRENGTH,
+    shape_strength: float = SHAPE_STRENGTH,
+    servers: Iterable[str] = (),
+) -> tuple[dict[str, ServerEstimate], Slowdown]:
     """Per-server estimates (and the fleet prior, for servers without observations).
 
     ``half_life`` is in the log's iteration units; ``prior_strength`` and
@@ -165,7 +195,7 @@ def estimate_from_logs(log: LogData, *, half_life: float = HALF_LIFE, prior_stre
     nb = len(BIN_EDGES) + 1
     values = bin_values(r, b)
     # recency: age in iterations of the server's own job
-    last = defaultdict(int)
+    last: defaultdict[str, int] = defaultdict(int)
     for j, t in zip(job, it):
         last[j] = max(last[j], int(t))
     age = np.array([last[j] - t for j, t in zip(job, it)], dtype=float)

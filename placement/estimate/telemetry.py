@@ -18,7 +18,14 @@ from placement.estimate.csvrows import finite_number, raise_problems
 from placement.model.records import Instance, Slowdown
 
 __all__ = [
-    "RESOURCES", "Telemetry", "TelemetryError", "read_telemetry", "Forecast", "forecast", "read_demands", "product",
+    "RESOURCES",
+    "Telemetry",
+    "TelemetryError",
+    "read_telemetry",
+    "Forecast",
+    "forecast",
+    "read_demands",
+    "product",
     "contention_overrides",
 ]
 
@@ -41,7 +48,7 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
     utilisations outside [0, 1], and gaps in a server's time steps."""
     p = Path(path)
     try:
-        f = open(p, newline="", encoding="utf-8")
+        f = open(p, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the with-block below
     except OSError as e:
         raise TelemetryError([f"cannot read {p}: {e}"], source=str(p)) from None
     rows: dict[str, list[tuple[float, list[float], int]]] = defaultdict(list)
@@ -51,7 +58,9 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
         header = reader.fieldnames or []
         missing = [c for c in ("server", "time") + RESOURCES if c not in header]
         if missing:
-            raise TelemetryError([f"missing column(s) {', '.join(map(repr, missing))}; the header has {header}"], source=str(p))
+            raise TelemetryError(
+                [f"missing column(s) {', '.join(map(repr, missing))}; the header has {header}"], source=str(p)
+            )
         for line, row in enumerate(reader, start=2):
             sid = (row.get("server") or "").strip()
             t = finite_number(row.get("time") or "")
@@ -67,7 +76,7 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
                 continue
             rows[sid].append((t, vals, line))  # type: ignore[arg-type]
     steps = []
-    for sid, rs in rows.items():
+    for rs in rows.values():
         rs.sort(key=lambda x: x[0])
         steps += [b[0] - a[0] for a, b in zip(rs, rs[1:])]
     step = float(np.median(steps)) if steps else 1.0
@@ -79,8 +88,10 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
             if d <= 0:
                 problems.append(f"{p.name} row {b[2]}: server {sid!r} repeats time {b[0]:g}")
             elif abs(d - step) > 1e-6 * max(1.0, step):
-                problems.append(f"{p.name} row {b[2]}: server {sid!r} jumps from time {a[0]:g} to {b[0]:g}, "
-                                f"a gap in its {step:g} steps; fill or resample it")
+                problems.append(
+                    f"{p.name} row {b[2]}: server {sid!r} jumps from time {a[0]:g} to {b[0]:g}, "
+                    f"a gap in its {step:g} steps; fill or resample it"
+                )
         if len(rs) < 8:
             problems.append(f"{p.name}: server {sid!r} has {len(rs)} time steps; forecasting needs at least 8")
     raise_problems(problems, str(p), TelemetryError)
@@ -99,7 +110,7 @@ def forecast(y: np.ndarray, *, order: int = 2, horizon: int = 1) -> Forecast:
     error standard deviation (clipped to utilisations in [0, 1])."""
     y = np.asarray(y, dtype=float)
     p = min(order, max(1, len(y) // 4))
-    X = np.column_stack([np.ones(len(y) - p)] + [y[p - k - 1: len(y) - k - 1] for k in range(p)])
+    X = np.column_stack([np.ones(len(y) - p)] + [y[p - k - 1 : len(y) - k - 1] for k in range(p)])
     coef, *_ = np.linalg.lstsq(X, y[p:], rcond=None)
     resid = y[p:] - X @ coef
     sigma = float(np.sqrt(resid @ resid / max(1, len(resid) - p - 1)))
@@ -154,13 +165,14 @@ def product(a: Slowdown, b: Slowdown, max_points: int = 12) -> Slowdown:
     while len(items) > max_points:
         k = min(range(len(items) - 1), key=lambda i: items[i][1])
         (_, p0), (v1, p1) = items[k], items[k + 1]
-        items[k: k + 2] = [(v1, p0 + p1)]  # merge upwards: never optimistic
+        items[k : k + 2] = [(v1, p0 + p1)]  # merge upwards: never optimistic
     total = sum(p for _, p in items)
     return Slowdown(tuple(v for v, _ in items), tuple(p / total for _, p in items))
 
 
-def contention_overrides(instance: Instance, tele: Telemetry, demands: Mapping[str, Mapping[str, float]], *,
-                         horizon: int = 1, order: int = 2) -> dict[str, dict[str, Slowdown]]:
+def contention_overrides(
+    instance: Instance, tele: Telemetry, demands: Mapping[str, Mapping[str, float]], *, horizon: int = 1, order: int = 2
+) -> dict[str, dict[str, Slowdown]]:
     """``{job: {server: slowdown}}`` for the jobs with demands, on the servers with
     telemetry, where contention can slow the job (the log-based slowdown multiplied in)."""
     problems = [f"telemetry names unknown server {s!r}" for s in tele.series if s not in instance.server_by_id]

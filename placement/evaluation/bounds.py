@@ -49,7 +49,6 @@ def lower_bound(instance: Instance) -> float | None:
     return total if math.isfinite(total) else None
 
 
-
 def reportable_bound(bound: float | None, objective: float) -> tuple[float | None, str | None]:
     """The bound to report beside the exact ``objective``, and a note when one is dropped.
 

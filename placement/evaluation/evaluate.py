@@ -70,4 +70,3 @@ def evaluate(instance: Instance, assignment: Assignment) -> Evaluation:
         jobs=MappingProxyType(reports),
         unplaced=unplaced,
     )
-

@@ -40,8 +40,10 @@ def infeasibility_reason(instance: Instance) -> str | None:
             )
         lb = job_lower_bound(instance, jp) if job.deadline_s is not None else 0.0
         if not meets_deadline(job, lb):
-            return (f"job {job.id!r} cannot meet its deadline {job.deadline_s:g} s: even its lower bound takes "
-                    f"{lb * (job.iterations or 0) / 1000.0:.6g} s")
+            return (
+                f"job {job.id!r} cannot meet its deadline {job.deadline_s:g} s: even its lower bound takes "
+                f"{lb * (job.iterations or 0) / 1000.0:.6g} s"
+            )
     need = sum(j.workers for j in instance.jobs)
     have = int(st.gpus.sum())
     if need > have:

@@ -28,7 +28,9 @@ class MonteCarloResult:
     jobs: Mapping[str, tuple[float, float]]
 
 
-def monte_carlo(instance: Instance, assignment: Assignment, *, samples: int = 10_000, seed: int = 0) -> MonteCarloResult:
+def monte_carlo(
+    instance: Instance, assignment: Assignment, *, samples: int = 10_000, seed: int = 0
+) -> MonteCarloResult:
     """Simulate ``samples`` iterations of the whole cluster (one slowdown draw per server,
     or one scenario, per iteration) and average each job's slowest-worker time."""
     if samples < 2:

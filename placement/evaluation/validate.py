@@ -56,7 +56,11 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
                 out.append(Violation("unknown_server", f"job {jid!r} is assigned to unknown server {sid!r}", jid, sid))
                 ok = False
             elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
-                out.append(Violation("bad_count", f"job {jid!r} has {k!r} workers on {sid!r}; counts are integers >= 0", jid, sid))
+                out.append(
+                    Violation(
+                        "bad_count", f"job {jid!r} has {k!r} workers on {sid!r}; counts are integers >= 0", jid, sid
+                    )
+                )
                 ok = False
         if not ok:
             continue
@@ -65,7 +69,11 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
             continue
         total = sum(a.values())
         if total != job.workers:
-            out.append(Violation("gang", f"job {jid!r} has {total} of its {job.workers} workers placed (gang: all or none)", jid))
+            out.append(
+                Violation(
+                    "gang", f"job {jid!r} has {total} of its {job.workers} workers placed (gang: all or none)", jid
+                )
+            )
         for sid, k in a.items():
             srv = servers[sid]
             gpus[sid] += k
@@ -75,16 +83,30 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
             if job.allowed_servers is not None and sid not in job.allowed_servers:
                 out.append(Violation("allowed_servers", f"job {jid!r} is not allowed on server {sid!r}", jid, sid))
             if job.speed(srv.gpu_type) is None:
-                out.append(Violation("gpu_type", f"job {jid!r} cannot run on GPU type {srv.gpu_type!r} of server {sid!r}", jid, sid))
+                out.append(
+                    Violation(
+                        "gpu_type", f"job {jid!r} cannot run on GPU type {srv.gpu_type!r} of server {sid!r}", jid, sid
+                    )
+                )
         if job.max_servers is not None and len(a) > job.max_servers:
-            out.append(Violation("max_servers", f"job {jid!r} spans {len(a)} servers, more than its max_servers {job.max_servers}", jid))
+            out.append(
+                Violation(
+                    "max_servers",
+                    f"job {jid!r} spans {len(a)} servers, more than its max_servers {job.max_servers}",
+                    jid,
+                )
+            )
         if len(a) > 1 and cluster_of(instance).bottleneck(list(a)) <= 0.0:
-            out.append(Violation("unreachable", f"job {jid!r} spans servers that cannot reach each other: {sorted(a)}", jid))
+            out.append(
+                Violation("unreachable", f"job {jid!r} spans servers that cannot reach each other: {sorted(a)}", jid)
+            )
         placed[jid] = a
     for sid, k in gpus.items():
         srv = servers[sid]
         if k > srv.free_gpus:
-            out.append(Violation("gpus", f"server {sid!r} gets {k} workers but has {srv.free_gpus} free GPUs", server=sid))
+            out.append(
+                Violation("gpus", f"server {sid!r} gets {k} workers but has {srv.free_gpus} free GPUs", server=sid)
+            )
     for sid, c in demand["cpus"].items():
         cap = servers[sid].cpus
         if over_capacity(c, cap):
@@ -92,7 +114,9 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
     for sid, m in demand["memory_gb"].items():
         cap = servers[sid].memory_gb
         if over_capacity(m, cap):
-            out.append(Violation("memory", f"server {sid!r} gets {m:g} GB of memory demand but has {cap:g}", server=sid))
+            out.append(
+                Violation("memory", f"server {sid!r} gets {m:g} GB of memory demand but has {cap:g}", server=sid)
+            )
     if unplaced is not None:
         listed = set(unplaced)
         for jid in sorted(listed & set(placed)):
@@ -114,7 +138,13 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
             e_ms = ev.jobs[jid].expected_iteration_ms
             if not meets_deadline(job, e_ms):
                 t = (job.iterations or 0) * e_ms / 1000.0
-                out.append(Violation("deadline", f"job {jid!r} is expected to take {t:.6g} s, past its deadline {job.deadline_s:g} s", jid))
+                out.append(
+                    Violation(
+                        "deadline",
+                        f"job {jid!r} is expected to take {t:.6g} s, past its deadline {job.deadline_s:g} s",
+                        jid,
+                    )
+                )
     return out
 
 

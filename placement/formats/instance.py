@@ -51,12 +51,12 @@ def _semantic_problems(data: Any) -> list[str]:
     problems: list[str] = []
     if not isinstance(data, dict):
         return problems
-    topo = data.get("topology") if isinstance(data.get("topology"), dict) else {}
-    nodes = topo.get("nodes") if isinstance(topo.get("nodes"), list) else []
+    topo: dict[str, Any] = data["topology"] if isinstance(data.get("topology"), dict) else {}
+    nodes: list[Any] = topo["nodes"] if isinstance(topo.get("nodes"), list) else []
     if "edges" in topo and "links" in topo:
         problems.append("topology: give 'edges' or the older 'links', not both")
     ekey = "edges" if "edges" in topo else "links"
-    edges = topo.get(ekey) if isinstance(topo.get(ekey), list) else []
+    edges: list[Any] = topo[ekey] if isinstance(topo.get(ekey), list) else []
     scen = data.get("scenarios") if isinstance(data.get("scenarios"), dict) else None
     kinds: dict[str, str] = {}
     first_seen: dict[str, int] = {}
@@ -68,7 +68,7 @@ def _semantic_problems(data: Any) -> list[str]:
             problems.append(f"topology.nodes[{i}].id duplicates node id {nid!r} of topology.nodes[{first_seen[nid]}]")
             continue
         first_seen[nid] = i
-        kinds[nid] = n.get("kind") if isinstance(n.get("kind"), str) else "?"
+        kinds[nid] = n["kind"] if isinstance(n.get("kind"), str) else "?"
         if n.get("kind") == "server":
             g, u = n.get("gpus"), n.get("used_gpus", 0)
             if isinstance(g, int) and isinstance(u, int) and not isinstance(u, bool) and u > g:
@@ -99,7 +99,9 @@ def _semantic_problems(data: Any) -> list[str]:
                 problems.append(f"topology.{ekey}[{i}] is a self-loop on {ends[0]!r}")
             key = frozenset(ends)
             if key in seen_edges:
-                problems.append(f"topology.{ekey}[{i}] duplicates topology.{ekey}[{seen_edges[key]}] ({ends[0]!r}-{ends[1]!r})")
+                problems.append(
+                    f"topology.{ekey}[{i}] duplicates topology.{ekey}[{seen_edges[key]}] ({ends[0]!r}-{ends[1]!r})"
+                )
             else:
                 seen_edges[key] = i
     n_scen = None
@@ -116,8 +118,10 @@ def _semantic_problems(data: Any) -> list[str]:
                     what = "a switch" if sid in kinds else "an unknown server"
                     problems.append(f"scenarios.slowdowns.{sid} names {what}")
                 if isinstance(row, list) and n_scen is not None and len(row) != n_scen:
-                    problems.append(f"scenarios.slowdowns.{sid} must have {n_scen} values (one per scenario), got {len(row)}")
-    jobs = data.get("jobs") if isinstance(data.get("jobs"), list) else []
+                    problems.append(
+                        f"scenarios.slowdowns.{sid} must have {n_scen} values (one per scenario), got {len(row)}"
+                    )
+    jobs: list[Any] = data["jobs"] if isinstance(data.get("jobs"), list) else []
     seen_jobs: dict[str, int] = {}
     objective = data.get("objective", "weighted_expected_iteration_time")
     for i, j in enumerate(jobs):
@@ -142,12 +146,16 @@ def _semantic_problems(data: Any) -> list[str]:
                     problems.append(f"{where} names unknown server {sid!r}")
                 if isinstance(d, list):
                     if scen is None:
-                        problems.append(f"{where}: a list of per-scenario values needs an instance-level scenario table; give a distribution {{values, probs}}")
+                        problems.append(
+                            f"{where}: a list of per-scenario values needs an instance-level scenario table; give a distribution {{values, probs}}"
+                        )
                     elif n_scen is not None and len(d) != n_scen:
                         problems.append(f"{where} must have {n_scen} values (one per scenario), got {len(d)}")
                 elif isinstance(d, dict):
                     if scen is not None:
-                        problems.append(f"{where}: with a scenario table, a job's override is a list of per-scenario values")
+                        problems.append(
+                            f"{where}: with a scenario table, a job's override is a list of per-scenario values"
+                        )
                     _check_distribution(d, where, problems)
         if "iterations" not in j:
             if objective == "weighted_expected_jct":
@@ -253,8 +261,6 @@ def instance_from_dict(data: Any, *, source: str | None = None, _pre: Sequence[s
     return _build(data)
 
 
-
-
 def load_instance(path: str | os.PathLike[str]) -> Instance:
     """Read an instance file (raises :class:`InstanceError` on any problem)."""
     data, problems, src = read_json_file(path, InstanceError, "instance")
@@ -330,10 +336,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
     return out
 
 
-
 def dump_instance(inst: Instance, path: str | os.PathLike[str]) -> None:
     write_json_atomic(path, instance_to_dict(inst))
-
 
 
 def checked(instance: Instance) -> Instance:

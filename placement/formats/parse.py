@@ -3,12 +3,13 @@ Schemas of ``placement/schemas`` with messages in the same words, and atomic wri
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -100,21 +101,20 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
 
 
 # -------------------------------------------------------------------- schemas
-@lru_cache(maxsize=None)
+@cache
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema of ``placement-instance/1`` (``"instance"``) or ``"solution"``."""
     fname = {"instance": "placement-instance-1.schema.json", "solution": "placement-solution-1.schema.json"}[name]
-    return json.loads(resources.files("placement").joinpath("schemas", fname).read_text())
+    doc: dict[str, Any] = json.loads(resources.files("placement").joinpath("schemas", fname).read_text())
+    return doc
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(name: str) -> Any:
     import jsonschema
 
     base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine(
-        "integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool)
-    )
+    checker = base.TYPE_CHECKER.redefine("integer", lambda _c, x: isinstance(x, int) and not isinstance(x, bool))
     cls = jsonschema.validators.extend(base, type_checker=checker)
     return cls(schema(name))
 
@@ -142,7 +142,7 @@ def _schema_message(err: Any) -> str:
         return f"{where}: unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
     if kind == "type":
         t = err.validator_value
-        words = " or ".join(_TYPE_WORDS.get(x, x) for x in (t if isinstance(t, list) else [t]))
+        words = " or ".join(_TYPE_WORDS.get(x, str(x)) for x in (t if isinstance(t, list) else [t]))
         return f"{where} must be {words}, got {describe(v)}"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         op = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
@@ -162,7 +162,7 @@ def _schema_message(err: Any) -> str:
         return f"{where} must not be empty"
     if kind == "oneOf":
         return (
-            f"{where} must be a distribution {{\"values\": [...], \"probs\": [...]}} "
+            f'{where} must be a distribution {{"values": [...], "probs": [...]}} '
             f"or a list of per-scenario values, got {describe(v)}"
         )
     return f"{where}: {err.message}"  # pragma: no cover - every keyword used is mapped above
@@ -178,8 +178,9 @@ def schema_problems(name: str, data: Any, skip: set[str]) -> list[str]:
     return list(dict.fromkeys(m for _, m in out))
 
 
-
-def read_json_file(path: str | os.PathLike[str], error: type[InvalidInputError], what: str) -> tuple[Any, list[str], str]:
+def read_json_file(
+    path: str | os.PathLike[str], error: type[InvalidInputError], what: str
+) -> tuple[Any, list[str], str]:
     """Read and parse a JSON file: ``(data, problems so far, source)``; raises ``error``
     when there is nothing to check further."""
     p = Path(path)
@@ -193,7 +194,6 @@ def read_json_file(path: str | os.PathLike[str], error: type[InvalidInputError],
     return data, problems, str(p)
 
 
-
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
     """Write JSON to ``path`` via a temporary file and a rename: never a half-written file."""
     p = Path(path)
@@ -204,9 +204,6 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
             f.write(text)
         os.replace(tmp, p)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
-

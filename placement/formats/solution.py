@@ -40,8 +40,9 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
     }
 
 
-def solution_from_dict(data: Any, instance: Instance | None = None, *, source: str | None = None,
-                       _pre: Sequence[str] = ()) -> Solution:
+def solution_from_dict(
+    data: Any, instance: Instance | None = None, *, source: str | None = None, _pre: Sequence[str] = ()
+) -> Solution:
     """Check and build a :class:`Solution`; with ``instance``, its ids are checked too
     (capacity and the other constraints are the validator's business)."""
     problems = list(_pre)

@@ -32,7 +32,7 @@ def _compositions(rooms: list[int], need: int, i: int = 0) -> Iterator[tuple[int
         if need == 0:
             yield ()
         return
-    rest_cap = sum(rooms[i + 1:])
+    rest_cap = sum(rooms[i + 1 :])
     for k in range(max(0, need - rest_cap), min(rooms[i], need) + 1):
         for tail in _compositions(rooms, need - k, i + 1):
             yield (k,) + tail
@@ -97,13 +97,17 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
     for jp in range(J):
         allocs = job_allocations(st, jp)
         if allocs is None:
-            raise MethodUnavailableError(f"brute_force: job {instance.jobs[jp].id!r} alone has more than {MAX_ALLOCATIONS} allocations")
+            raise MethodUnavailableError(
+                f"brute_force: job {instance.jobs[jp].id!r} alone has more than {MAX_ALLOCATIONS} allocations"
+            )
         costs = st.costs(jp, [list(a) for a in allocs]) if allocs else np.zeros(0)
         opts_j = sorted(((float(c), a) for c, a in zip(costs, allocs) if math.isfinite(c)), key=lambda t: t[0])
         options.append(opts_j)
         size *= max(1, len(opts_j) + (instance.admission == "best_effort"))
     if size > MAX_SEARCH:
-        raise MethodUnavailableError(f"brute_force: {size:.3g} combinations exceed its limit of {MAX_SEARCH:g}; use another method")
+        raise MethodUnavailableError(
+            f"brute_force: {size:.3g} combinations exceed its limit of {MAX_SEARCH:g}; use another method"
+        )
     best_cost = [math.inf]
     best_w = [-1.0]
     best_sol: list[dict[int, dict[int, int]] | None] = [None]
@@ -161,5 +165,10 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
     bound = None
     if proven:
         bound = evaluate(instance, out.assignment()).objective
-    return Outcome(out.assignment(), optimal=proven, bound=bound, path=path,
-                   message=None if proven else "time limit reached: best placement found, not proven")
+    return Outcome(
+        out.assignment(),
+        optimal=proven,
+        bound=bound,
+        path=path,
+        message=None if proven else "time limit reached: best placement found, not proven",
+    )

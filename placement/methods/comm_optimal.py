@@ -21,10 +21,23 @@ def comm_optimal(instance: Instance, opts: Options) -> Outcome:
     out = spec.load()(without_slowdowns(instance), opts)
     path = ["comm_optimal", *out.path]
     if out.assignment is None:
-        return Outcome(None, infeasible=out.infeasible, path=path, backend=out.backend,
-                       backend_version=out.backend_version, message=out.message)
+        return Outcome(
+            None,
+            infeasible=out.infeasible,
+            path=path,
+            backend=out.backend,
+            backend_version=out.backend_version,
+            message=out.message,
+        )
     if validate(instance, out.assignment):
-        return Outcome(None, path=path, backend=out.backend, backend_version=out.backend_version,
-                       message="the straggler-oblivious optimum misses a deadline under the true slowdowns")
-    note = "optimal for the straggler-oblivious model" if out.optimal else "best found for the straggler-oblivious model"
+        return Outcome(
+            None,
+            path=path,
+            backend=out.backend,
+            backend_version=out.backend_version,
+            message="the straggler-oblivious optimum misses a deadline under the true slowdowns",
+        )
+    note = (
+        "optimal for the straggler-oblivious model" if out.optimal else "best found for the straggler-oblivious model"
+    )
     return Outcome(out.assignment, path=path, backend=out.backend, backend_version=out.backend_version, message=note)

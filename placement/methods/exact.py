@@ -43,10 +43,24 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     path += res.path
     best_effort = instance.admission == "best_effort"
 
-    def done(assignment: Assignment | None, *, optimal: bool = False, infeasible: bool = False,
-             bound: float | None = None, message: str | None = None) -> Outcome:
-        return Outcome(assignment, optimal=optimal, infeasible=infeasible, bound=bound, path=path,
-                       backend=backend.name, backend_version=backend.version(), message=message)
+    def done(
+        assignment: Assignment | None,
+        *,
+        optimal: bool = False,
+        infeasible: bool = False,
+        bound: float | None = None,
+        message: str | None = None,
+    ) -> Outcome:
+        return Outcome(
+            assignment,
+            optimal=optimal,
+            infeasible=infeasible,
+            bound=bound,
+            path=path,
+            backend=backend.name,
+            backend_version=backend.version(),
+            message=message,
+        )
 
     bound = res.bound
     if cutoff is not None and bound is not None:
@@ -77,7 +91,8 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     message = res.message
     if res.termination is Termination.OPTIMAL and not optimal and not best_effort and bound is not None:
         message = (message + "; " if message else "") + (
-            f"optimal for the backend's model, exact gap {true - bound:.3g} above tolerance")
+            f"optimal for the backend's model, exact gap {true - bound:.3g} above tolerance"
+        )
     if best_effort and not optimal:
         bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
     return done(assignment, optimal=optimal, bound=bound, message=message)

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from placement.methods.baselines import consolidate_state
 from placement.model.records import Instance
 from placement.model.tolerances import IMPROVE_RTOL
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, weight_factor
 from placement.problem.state import State
 from placement.problem.topology import cluster_of
-from placement.methods.baselines import consolidate_state
 from placement.solving.options import Options, Outcome
 
 __all__ = ["greedy", "greedy_job", "greedy_state", "job_order", "density_order", "GREEDY_ROUNDS"]
@@ -37,8 +37,12 @@ def job_order(instance: Instance) -> list[int]:
 
     return sorted(
         range(len(instance.jobs)),
-        key=lambda jp: (min(flex(jp), 6), -instance.jobs[jp].workers,
-                        -instance.jobs[jp].weight * instance.jobs[jp].compute_ms, jp),
+        key=lambda jp: (
+            min(flex(jp), 6),
+            -instance.jobs[jp].workers,
+            -instance.jobs[jp].weight * instance.jobs[jp].compute_ms,
+            jp,
+        ),
     )
 
 
@@ -49,7 +53,6 @@ def density_order(instance: Instance) -> list[int]:
         range(len(instance.jobs)),
         key=lambda jp: (-instance.jobs[jp].weight / instance.jobs[jp].workers, instance.jobs[jp].workers, jp),
     )
-
 
 
 def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
@@ -116,8 +119,12 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
     wf = weight_factor(inst, job)
-    lb = np.array([wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
-                   for m, d, r in zip(kth, cl.domains, dom_room)])
+    lb = np.array(
+        [
+            wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
+            for m, d, r in zip(kth, cl.domains, dom_room)
+        ]
+    )
     order = np.argsort(lb, kind="stable")
     pos = 0
     while pos < len(order) and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
@@ -149,7 +156,6 @@ def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> Stat
         if alloc is not None:
             st.take(jp, alloc)
     return st
-
 
 
 GREEDY_ROUNDS = 4
@@ -188,4 +194,3 @@ def greedy(instance: Instance, opts: Options) -> Outcome:
         else:
             return Outcome(None, path=path, message="greedy and the consolidating fallback could not place every job")
     return Outcome(st.assignment(), path=path)
-

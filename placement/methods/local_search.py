@@ -22,7 +22,16 @@ from placement.problem.state import State
 from placement.solving.budget import Budget, checks_margin
 from placement.solving.options import Options, Outcome
 
-__all__ = ["local_search", "bound_then_improve", "MOVES", "KICK_SIZE", "PATIENCE_MIN", "PATIENCE_PER_JOB", "RELOCATE_TARGETS", "SWAP_TARGETS"]
+__all__ = [
+    "local_search",
+    "bound_then_improve",
+    "MOVES",
+    "KICK_SIZE",
+    "PATIENCE_MIN",
+    "PATIENCE_PER_JOB",
+    "RELOCATE_TARGETS",
+    "SWAP_TARGETS",
+]
 
 RELOCATE_TARGETS = 8
 """``relocate`` tries the servers of least expected compute time, this many."""
@@ -215,7 +224,7 @@ def _perturb(st: State, rng: np.random.Generator, budget: Budget) -> tuple[int, 
     while fails < patience and not budget.expired():
         kicks += 1
         placed = sorted(st.x)
-        k = int(min(len(placed), rng.integers(KICK_SIZE[0], KICK_SIZE[1] + 1)))
+        k = min(len(placed), int(rng.integers(KICK_SIZE[0], KICK_SIZE[1] + 1)))
         if k == 0:
             break
         victims = [int(v) for v in rng.choice(placed, size=k, replace=False)]
@@ -268,8 +277,9 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     return Outcome(st.assignment(), path=path)
 
 
-def bound_then_improve(instance: Instance, opts: Options, best: Assignment, path: list[str],
-                       label: str = "") -> tuple[Assignment, float | None]:
+def bound_then_improve(
+    instance: Instance, opts: Options, best: Assignment, path: list[str], label: str = ""
+) -> tuple[Assignment, float | None]:
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
     ``all``; 30% of the time left, at least 0.5 s), then local search from ``best`` with the
     rest of the budget less the driver's checks margin; the better of the two placements.

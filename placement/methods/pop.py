@@ -91,7 +91,9 @@ def partition(instance: Instance, parts: int) -> list[tuple[list[int], list[int]
     return list(zip(groups, jobs))
 
 
-def solve_part(args: tuple[dict[str, Any], str, float, float, int]) -> tuple[dict[str, dict[str, int]] | None, list[str]]:
+def solve_part(
+    args: tuple[dict[str, Any], str, float, float, int],
+) -> tuple[dict[str, dict[str, int]] | None, list[str]]:
     doc, method, limit, phase_end, seed = args
     # the parts' phase has an absolute end (CLOCK_MONOTONIC is shared by the processes):
     # a part that starts too late is left to the repair
@@ -167,9 +169,9 @@ def pop(instance: Instance, opts: Options) -> Outcome:
         path.append(f"{skipped} part(s) skipped: out of time")
     st = State(instance)
     for asg, _ in results:
-        for jid, alloc in (asg or {}).items():
+        for jid, placed in (asg or {}).items():
             jp = instance.job_pos[jid]
-            st.take(jp, {instance.server_pos[s]: int(k) for s, k in alloc.items()})
+            st.take(jp, {instance.server_pos[s]: int(k) for s, k in placed.items()})
     missing = [jp for jp in job_order(instance) if jp not in st.x]
     for jp in missing:
         alloc, _ = greedy_job(st, jp)

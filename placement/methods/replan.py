@@ -19,20 +19,27 @@ from placement.problem.state import State
 __all__ = ["start_from_previous"]
 
 
-def start_from_previous(instance: Instance, previous: Assignment, max_moves: int | None,
-                        move_cost: float) -> tuple[State, str]:
+def start_from_previous(
+    instance: Instance, previous: Assignment, max_moves: int | None, move_cost: float
+) -> tuple[State, str]:
     """The previous placement on the current instance, repaired, with new jobs inserted:
     the local search's start, with its moves counted."""
     st = State(instance)
     prev: dict[int, dict[int, int]] = {}
     for jid, was in previous.items():
         if jid in instance.job_pos:
-            prev[instance.job_pos[jid]] = {instance.server_pos[s]: int(k) for s, k in was.items()
-                                           if s in instance.server_pos and k > 0}
+            prev[instance.job_pos[jid]] = {
+                instance.server_pos[s]: int(k) for s, k in was.items() if s in instance.server_pos and k > 0
+            }
     st.set_previous(prev, max_moves, move_cost)
     # lost servers: their workers are moves already
-    vanished = sum(int(k) for jid, a in previous.items() if jid in instance.job_pos
-                   for s, k in a.items() if s not in instance.server_pos)
+    vanished = sum(
+        int(k)
+        for jid, a in previous.items()
+        if jid in instance.job_pos
+        for s, k in a.items()
+        if s not in instance.server_pos
+    )
     repaired = []
     for jp in sorted(prev):
         kept = prev[jp]
@@ -53,7 +60,9 @@ def start_from_previous(instance: Instance, previous: Assignment, max_moves: int
         if new is not None:
             st.take(jp, new)
     new_jobs = sum(1 for jp in range(len(instance.jobs)) if jp not in prev)
-    note = (f"replan(previous: {len(prev)} jobs kept, {len(repaired)} re-placed, {new_jobs} new, "
-            f"{len(previous) - len(prev)} finished; budget {max_moves if max_moves is not None else 'none'}, "
-            f"forced moves {st.moved - forced_before + vanished if repaired else vanished})")
+    note = (
+        f"replan(previous: {len(prev)} jobs kept, {len(repaired)} re-placed, {new_jobs} new, "
+        f"{len(previous) - len(prev)} finished; budget {max_moves if max_moves is not None else 'none'}, "
+        f"forced moves {st.moved - forced_before + vanished if repaired else vanished})"
+    )
     return st, note

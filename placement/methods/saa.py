@@ -39,14 +39,14 @@ def sampled_instance(instance: Instance, scenarios: int, seed: int) -> Instance:
         for j in instance.jobs
     )
     servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in instance.servers)
-    return instance.replace(
-        servers=servers, jobs=jobs, scenarios=Scenarios(tuple([1.0 / scenarios] * scenarios), rows)
-    )
+    return instance.replace(servers=servers, jobs=jobs, scenarios=Scenarios(tuple([1.0 / scenarios] * scenarios), rows))
 
 
 def saa(instance: Instance, opts: Options) -> Outcome:
     if instance.scenarios is not None:
-        raise MethodUnavailableError("saa is for independent distributions; this instance has a scenario table: use milp_highs or cpsat")
+        raise MethodUnavailableError(
+            "saa is for independent distributions; this instance has a scenario table: use milp_highs or cpsat"
+        )
     backend = first_available()
     if backend is None:
         raise MethodUnavailableError("saa needs an exact backend: install pulp with highspy, or ortools")
@@ -55,7 +55,10 @@ def saa(instance: Instance, opts: Options) -> Outcome:
     path = [f"saa({SAA_SCENARIOS} scenarios, seed {opts.seed})", *out.path]
     sample_bound = "none" if out.bound is None else f"{out.bound:.6g}"
     return Outcome(
-        out.assignment, path=path, backend=out.backend, backend_version=out.backend_version,
+        out.assignment,
+        path=path,
+        backend=out.backend,
+        backend_version=out.backend_version,
         message=f"sample average approximation over {SAA_SCENARIOS} sampled scenarios: the sample's bound "
-                f"({sample_bound}) is not a bound on the true objective and is not reported",
+        f"({sample_bound}) is not a bound on the true objective and is not reported",
     )

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Union
+from typing import Any
 
 __all__ = [
     "Slowdown",
@@ -73,7 +73,7 @@ class Slowdown:
 
 NO_SLOWDOWN = Slowdown()
 
-Override = Union[Slowdown, tuple[float, ...]]
+Override = Slowdown | tuple[float, ...]
 """A job's own slowdown estimate for one server: a distribution (independent instances)
 or one value per scenario (instances with a scenario table)."""
 

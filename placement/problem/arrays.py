@@ -100,7 +100,7 @@ class EvalIndex:
 
     def job_survival(self, jp: int, sps: np.ndarray) -> np.ndarray:
         """``P(S_jn <= 1)`` on the servers ``sps``."""
-        out = self.server_survival[sps].copy()
+        out: np.ndarray = self.server_survival[sps].copy()
         own = self.over_servers.get(jp)
         if own:
             for k, sp in enumerate(sps):
@@ -119,7 +119,7 @@ class EvalIndex:
             v, p = self.over_dist[(jp, sp)]
             return float(v @ p)
         if (jp, sp) in self.over_row:
-            return float(self.over_row[(jp, sp)] @ self.scenario_probs)  # type: ignore[operator]
+            return float(self.over_row[(jp, sp)] @ self.scenario_probs)
         return float(self.server_mean[sp])
 
     def survival(self, jp: int, sp: int) -> float:
@@ -141,8 +141,12 @@ class EvalIndex:
             return self._expected_max_independent(groups)
         return self._expected_max_scenarios(groups)
 
-    def _expected_max_scenarios(self, groups: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        rows, a_all, starts = [], [], []
+    def _expected_max_scenarios(
+        self, groups: Sequence[tuple[int, Sequence[int]]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rows: list[np.ndarray] = []
+        a_all: list[float] = []
+        starts: list[int] = []
         for jp, sps in groups:
             starts.append(len(rows))
             for sp in sps:
@@ -156,11 +160,13 @@ class EvalIndex:
         m = np.maximum.reduceat(r, st, axis=0)
         ideal = np.maximum.reduceat(a_arr, st)
         probs = self.scenario_probs
-        e = m @ probs  # type: ignore[operator]
+        e = m @ probs
         strag = (m > ideal[:, None] * (1 + TIE_RTOL)) @ probs  # type: ignore[operator]
         return e, ideal, np.clip(strag, 0.0, 1.0)
 
-    def _expected_max_independent(self, groups: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _expected_max_independent(
+        self, groups: Sequence[tuple[int, Sequence[int]]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ts, ps, seg_of_pair, pair_len, a_all = [], [], [], [], []
         for g, (jp, sps) in enumerate(groups):
             for sp in sps:
@@ -204,7 +210,7 @@ class EvalIndex:
         F = np.where(cz == np.repeat(m_pairs, seg_len), np.exp(np.minimum(cl, 0.0)), 0.0)
         F_prev = np.concatenate(([0.0], F[:-1]))
         F_prev[seg_start] = 0.0
-        e = np.bincount(seg, weights=t * (F - F_prev), minlength=G)
+        e = np.bincount(seg, weights=t * (F - F_prev), minlength=G).astype(float)
         # tail: the last point of a segment has F = 1 in exact arithmetic
         seg_end = seg_start + seg_len - 1
         e += t[seg_end] * (1.0 - F[seg_end])
@@ -214,14 +220,12 @@ class EvalIndex:
         return e, ideal, np.clip(1.0 - f_ideal, 0.0, 1.0)
 
 
-
-
 def arrays_of(instance: Instance) -> EvalIndex:
     """The derived arrays of ``instance`` (built on first use, memoised on the instance)."""
     idx = instance.derived.get("arrays")
     if idx is None:
         idx = instance.derived["arrays"] = EvalIndex(instance)
-    return idx  # type: ignore[no-any-return]
+    return idx
 
 
 def job_groups(instance: Instance, assignment: Assignment) -> list[tuple[int, list[int]]]:

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TypeVar
 
 import numpy as np
 
 from placement.model.records import Instance, Job
 from placement.model.tolerances import CAPACITY_RESOLUTION, CAPACITY_RTOL, DEADLINE_RTOL
+
+K = TypeVar("K")
 
 __all__ = [
     "comm_ms",
@@ -67,7 +70,8 @@ def worker_room(job: Job, gpus_left: np.ndarray, cpus_left: np.ndarray, memory_l
     for left, per in ((cpus_left, job.cpus_per_worker), (memory_left, job.memory_gb_per_worker)):
         if per:
             r = np.minimum(r, np.floor(left / per + CAPACITY_RTOL))
-    return np.maximum(r, 0).astype(np.int64)
+    out: np.ndarray = np.maximum(r, 0).astype(np.int64)
+    return out
 
 
 def over_capacity(demand: float, capacity: float | None) -> bool:
@@ -125,7 +129,7 @@ def singled_out_servers(instance: Instance) -> frozenset[str]:
 
 
 # ---------------------------------------------------------------------- moves
-def moves(previous: Mapping[object, int], new: Mapping[object, int]) -> int:
+def moves(previous: Mapping[K, int], new: Mapping[K, int]) -> int:
     """Workers of one job that ``new`` takes off their ``previous`` servers (re-planning):
     ``sum_n max(0, previous[n] - new[n])``."""
     return sum(max(0, int(k) - int(new.get(n, 0))) for n, k in previous.items())

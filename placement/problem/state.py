@@ -118,7 +118,13 @@ class State:
         return c + self.move_cost * self.moves_of(jp, alloc) if self.move_cost else c
 
     def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]:
-        return ({j: dict(a) for j, a in self.x.items()}, self.gpus.copy(), self.cpus.copy(), self.mem.copy(), self.moved)
+        return (
+            {j: dict(a) for j, a in self.x.items()},
+            self.gpus.copy(),
+            self.cpus.copy(),
+            self.mem.copy(),
+            self.moved,
+        )
 
     def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]) -> None:
         x, g, c, m, moved = snap
@@ -185,7 +191,7 @@ class State:
         """Put ``jp``'s workers on servers in ``order`` as many as each has room for,
         within one connected component and ``max_servers``; ``None`` if it cannot fit."""
         job = self.instance.jobs[jp]
-        order = np.asarray(order, dtype=np.int64)  # type: ignore[assignment]
+        order = np.asarray(order, dtype=np.int64)
         if len(order) == 0:
             return None
         rooms = self.room(jp, order)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+
 import networkx as nx
 import numpy as np
 
@@ -125,7 +126,7 @@ class Cluster:
         server_set = set(self.server_ids)
         roots = {top[find(n)] for n in g.nodes}
         domains: list[Domain] = []
-        self._server_domain: dict[str, int | None] = {sid: None for sid in self.server_ids}
+        self._server_domain: dict[str, int | None] = dict.fromkeys(self.server_ids)
 
         def servers_under(t: object) -> list[str]:
             out: list[str] = []
@@ -135,7 +136,7 @@ class Cluster:
                 if x in tree_bw:
                     stack.extend(tree_children[x])
                 elif x in server_set:
-                    out.append(x)  # type: ignore[arg-type]
+                    out.append(x)
             return out
 
         # Emit server-level domains: an internal node is a domain when at least two of
@@ -146,7 +147,7 @@ class Cluster:
             t, par, depth = pending.pop()
             if t not in tree_bw:
                 if t in server_set:
-                    self._server_domain[t] = par  # type: ignore[index]
+                    self._server_domain[t] = par
                 continue
             carriers = [c for c in tree_children[t] if (c in server_set) or (c in tree_bw and servers_under(c))]
             if len(carriers) >= 2:
@@ -246,4 +247,4 @@ def cluster_of(instance: Instance) -> Cluster:
     c = instance.derived.get("cluster")
     if c is None:
         c = instance.derived["cluster"] = Cluster(instance)
-    return c  # type: ignore[no-any-return]
+    return c

@@ -65,5 +65,13 @@ class Backend(Protocol):
 
     def version(self) -> str: ...
 
-    def run(self, instance: Instance, *, start: Assignment | None, cutoff: float | None, budget: Budget,
-            seed: int, threads: int) -> BackendResult: ...
+    def run(
+        self,
+        instance: Instance,
+        *,
+        start: Assignment | None,
+        cutoff: float | None,
+        budget: Budget,
+        seed: int,
+        threads: int,
+    ) -> BackendResult: ...

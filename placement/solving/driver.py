@@ -79,19 +79,32 @@ def solve(
         raise MethodUnavailableError(f"method {spec.name!r} needs {', '.join(spec.requires)}, which is not installed")
     if previous is not None and not spec.replans:
         replanners = " or ".join(repr(m.name) for m in REGISTRY if m.replans)
-        raise ValueError(f"The 'previous' parameter of solve (re-planning) needs method {replanners}. Got {spec.name!r} instead.")
+        raise ValueError(
+            f"The 'previous' parameter of solve (re-planning) needs method {replanners}. Got {spec.name!r} instead."
+        )
     if max_moves is not None and (not isinstance(max_moves, int) or isinstance(max_moves, bool) or max_moves < 0):
         raise ValueError(f"The 'max_moves' parameter of solve must be an int >= 0. Got {max_moves!r} instead.")
     if not isinstance(move_cost, (int, float)) or move_cost < 0:
         raise ValueError(f"The 'move_cost' parameter of solve must be a number >= 0. Got {move_cost!r} instead.")
     t0 = time.monotonic()
-    opts = Options(time_limit_s=float(time_limit_s), seed=seed, threads=threads, start=start,
-                   budget=Budget(t0 + float(time_limit_s)), previous=previous, max_moves=max_moves,
-                   move_cost=float(move_cost))
+    opts = Options(
+        time_limit_s=float(time_limit_s),
+        seed=seed,
+        threads=threads,
+        start=start,
+        budget=Budget(t0 + float(time_limit_s)),
+        previous=previous,
+        max_moves=max_moves,
+        move_cost=float(move_cost),
+    )
     outcome = spec.load()(instance, opts)
     sol = _finish(instance, spec.name, outcome, opts, t0)
     if previous is not None and sol.status.has_placement:
-        extra = {"moved_workers": moved_workers(previous, sol.assignment), "max_moves": max_moves, "move_cost": move_cost}
+        extra = {
+            "moved_workers": moved_workers(previous, sol.assignment),
+            "max_moves": max_moves,
+            "move_cost": move_cost,
+        }
         sol = dataclasses.replace(sol, stats={**sol.stats, **extra})
     return sol
 

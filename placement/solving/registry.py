@@ -51,7 +51,8 @@ class MethodSpec:
 
 REGISTRY: tuple[MethodSpec, ...] = (
     MethodSpec(
-        "auto", "auto",
+        "auto",
+        "auto",
         "Enumeration where the instance is tiny; else greedy, an exact solve warm-started from it where the "
         "model is small enough (HiGHS, then CP-SAT, then CBC), and local search with the time left. "
         "Says in stats.path which way it went.",
@@ -59,12 +60,14 @@ REGISTRY: tuple[MethodSpec, ...] = (
         replans=True,
     ),
     MethodSpec(
-        "brute_force", "exact",
+        "brute_force",
+        "exact",
         "Enumerates every gang placement (tiny instances only); the oracle of the tests. Proves optimality and infeasibility.",
         "placement.methods.bruteforce:brute_force",
     ),
     MethodSpec(
-        "cpsat", "exact",
+        "cpsat",
+        "exact",
         "CP-SAT (OR-Tools): exact scenario and tail-sum formulations in integer units, a valid bound on the "
         "true objective, warm start from greedy (candidates pruned against it); one worker unless --threads, "
         "deterministic per seed.",
@@ -72,7 +75,8 @@ REGISTRY: tuple[MethodSpec, ...] = (
         ("ortools",),
     ),
     MethodSpec(
-        "milp_highs", "exact",
+        "milp_highs",
+        "exact",
         "Exact MILP (scenario / McCormick product chain) solved by HiGHS through PuLP: interchangeable servers "
         "aggregated into classes, candidates pruned against the greedy start, which HiGHS gets as its first "
         "incumbent; dual bound from HiGHS.",
@@ -80,13 +84,15 @@ REGISTRY: tuple[MethodSpec, ...] = (
         ("pulp", "highspy"),
     ),
     MethodSpec(
-        "milp_cbc", "exact",
+        "milp_cbc",
+        "exact",
         "The same exact MILP solved by CBC through PuLP, warm-started; bound read from CBC's log.",
         "placement.methods.exact:milp_cbc",
         ("pulp",),
     ),
     MethodSpec(
-        "pop", "heuristic",
+        "pop",
+        "heuristic",
         "POP-style decomposition: parts along bandwidth domains, jobs split by free GPUs, each part solved "
         "exactly in parallel (--threads parts at a time), stitched, repaired, improved by local search; "
         "bound from the whole instance's transportation LP.",
@@ -94,59 +100,69 @@ REGISTRY: tuple[MethodSpec, ...] = (
         ("pulp",),
     ),
     MethodSpec(
-        "saa", "heuristic",
+        "saa",
+        "heuristic",
         "Sample average approximation for independent slowdowns: the exact scenario MILP on 64 seeded joint "
         "draws, evaluated under the true model; no bound (the sample's is not one).",
         "placement.methods.saa:saa",
         ("pulp",),
     ),
     MethodSpec(
-        "greedy", "heuristic",
+        "greedy",
+        "heuristic",
         "Straggler- and communication-aware greedy: each job (largest gang first) takes the candidate server set, "
         "inside each bandwidth domain, of least exact expected iteration time.",
         "placement.methods.greedy:greedy",
     ),
     MethodSpec(
-        "local_search", "heuristic",
+        "local_search",
+        "heuristic",
         "Improves a start (greedy by default) with job re-insertion, worker relocation and swaps between jobs, "
         "evaluated incrementally and exactly, seeded, within the time limit.",
         "placement.methods.local_search:local_search",
         replans=True,
     ),
     MethodSpec(
-        "comm_optimal", "baseline",
+        "comm_optimal",
+        "baseline",
         "Straggler-oblivious optimum: the exact placement with every slowdown set to 1 (best locality), "
         "evaluated under the true slowdowns.",
         "placement.methods.comm_optimal:comm_optimal",
         ("pulp",),
     ),
     MethodSpec(
-        "first_fit", "baseline",
+        "first_fit",
+        "baseline",
         "Kubernetes-style: jobs in order, each worker on the first server (in instance order) with room.",
         "placement.methods.baselines:first_fit",
     ),
     MethodSpec(
-        "best_fit", "baseline",
+        "best_fit",
+        "baseline",
         "Packing (most-allocated): each worker on the feasible server with the fewest free GPUs.",
         "placement.methods.baselines:best_fit",
     ),
     MethodSpec(
-        "spread", "baseline",
+        "spread",
+        "baseline",
         "Least-allocated: each worker on the feasible server with the most free GPUs.",
         "placement.methods.baselines:spread",
     ),
     MethodSpec(
-        "consolidate", "baseline",
+        "consolidate",
+        "baseline",
         "Tiresias/Gandiva-style: fewest servers, then the narrowest bandwidth domain (fewest racks); ignores slowdowns.",
         "placement.methods.baselines:consolidate",
     ),
     MethodSpec(
-        "max_survival", "baseline",
+        "max_survival",
+        "baseline",
         "The seed prototype's rule: servers with the highest probability of no slowdown, ignoring communication.",
         "placement.methods.baselines:max_survival",
     ),
     MethodSpec(
-        "random", "baseline",
+        "random",
+        "baseline",
         "Jobs in a seeded random order, each filling servers taken in a seeded random order.",
         "placement.methods.baselines:random_placement",
     ),
