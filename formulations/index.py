@@ -26,7 +26,7 @@ import numpy as np
 
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Job
-from placement.model.tolerances import TIE_RTOL
+from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, deadline_limit_ms, singled_out_servers, weight_factor
 from placement.problem.state import State
@@ -186,7 +186,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
                 for i in h.members:
                     cheapest[i] = min(cheapest[i], h.comm_ms)
             score = ev.job_score(jp)[sps]
-            ok = score + cheapest <= thresholds[jp] * (1 + 1e-9) + 1e-9
+            ok = score + cheapest <= thresholds[jp] * (1 + PRUNE_RTOL) + PRUNE_RTOL
             if not ok.all():
                 pruned += int(mult[~ok].sum())
                 sps, cap, mult = sps[ok], cap[ok], mult[ok]

@@ -32,7 +32,7 @@ from placement.formulations.index import ProblemIndex, index_instance
 from placement.formulations.packing import disaggregate
 from placement.formulations.quiet import native_stdout_silenced
 from placement.model.records import Assignment, Instance
-from placement.model.tolerances import MILP_GAP_REL, TIE_RTOL
+from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE_RTOL
 from placement.problem.rules import RESOURCES
 from placement.problem.topology import cluster_of
 from placement.solving.backend import BackendResult, Termination
@@ -281,7 +281,7 @@ def _solve(
                 return st, b, None, False
             w_star = float(pulp.value(b.weight) or 0.0)
             proven_w = st is Termination.OPTIMAL
-            b.prob += b.weight >= w_star - 1e-6, "keep_weight"
+            b.prob += b.weight >= w_star - SOLVER_FEASIBILITY_TOL, "keep_weight"
         b.prob.setObjective(b.objective)
         with native_stdout_silenced():
             b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, True))

@@ -14,24 +14,25 @@ from pathlib import Path
 from placement.errors import InstanceError
 from placement.model import Instance
 
-__all__ = ["DEFAULT_INSTANCE", "bundled_names", "bundled_path", "load_bundled", "resolve_instance"]
+__all__ = ["DEFAULT_INSTANCE", "bundled_folder", "bundled_names", "bundled_path", "load_bundled", "resolve_instance"]
 
 DEFAULT_INSTANCE = "demo"
 
 
-def _folder() -> Path:
+def bundled_folder() -> Path:
+    """The folder of the bundled instances (inside the installed package)."""
     return Path(str(resources.files("placement.instances").joinpath("bundled")))
 
 
 def bundled_names() -> list[str]:
     """Names of the bundled instances, sorted: ``demo``, ..., and the library's
     ``library/<size>/<regime>``."""
-    root = _folder()
+    root = bundled_folder()
     return sorted(str(p.relative_to(root).with_suffix("")) for p in root.rglob("*.json"))
 
 
 def bundled_path(name: str) -> Path:
-    p = _folder() / f"{name}.json"
+    p = bundled_folder() / f"{name}.json"
     if ".." in Path(name).parts or not p.is_file():
         raise InstanceError([f"no bundled instance {name!r}; bundled: {', '.join(bundled_names())}"])
     return p

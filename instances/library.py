@@ -58,10 +58,10 @@ def library_specs() -> dict[str, dict[str, Any]]:
 
 def build_library(root: Path | None = None) -> list[str]:
     from placement.formats import dump_instance
-    from placement.instances import _folder
+    from placement.instances import bundled_folder
     from placement.instances.generate import generate
 
-    root = root or _folder()
+    root = root or bundled_folder()
     written = []
     for name, kw in library_specs().items():
         path = root / f"{name}.json"

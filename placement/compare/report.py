@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from placement.compare.rows import RunState
+from placement.model.tolerances import REPORT_RTOL
 
 __all__ = ["summarise", "write_report", "shifted_geomean", "OBLIVIOUS"]
 
@@ -92,7 +93,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "objective_gm_ratio": shifted_geomean([x if math.isfinite(x) else 2 * worst for x in rm], 0.0)
                 if rm
                 else math.nan,
-                "wins": sum(1 for x in rm if math.isfinite(x) and x <= 1 + 1e-9),
+                "wins": sum(1 for x in rm if math.isfinite(x) and x <= 1 + REPORT_RTOL),
                 "auto_removes": (sum(removed[m]) / len(removed[m])) if removed.get(m) else None,
                 "peak_mem_mb": max((float(r.get("peak_mem_mb") or 0) for r in rs), default=0.0),
             }

@@ -16,6 +16,7 @@ import numpy as np
 from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Instance
+from placement.model.tolerances import TIE_RTOL
 from placement.problem.state import State
 from placement.solving.options import Options, Outcome
 
@@ -126,7 +127,7 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         if timed_out[0]:
             return
         if i == J:
-            if w > best_w[0] + 1e-12 or (abs(w - best_w[0]) <= 1e-12 and cost < best_cost[0]):
+            if w > best_w[0] + TIE_RTOL or (abs(w - best_w[0]) <= TIE_RTOL and cost < best_cost[0]):
                 best_w[0], best_cost[0] = w, cost
                 best_sol[0] = {k: dict(v) for k, v in cur.items()}
             return
@@ -134,7 +135,7 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             timed_out[0] = True
             return
         if best_effort:
-            if w + w_rest[i] < best_w[0] - 1e-12:
+            if w + w_rest[i] < best_w[0] - TIE_RTOL:
                 return
         elif cost + min_rest[i] >= best_cost[0]:
             return

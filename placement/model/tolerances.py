@@ -20,6 +20,8 @@ __all__ = [
     "CPSAT_PROB_UNITS",
     "TRANSPORT_LP_RTOL",
     "REPORT_RTOL",
+    "PRUNE_RTOL",
+    "SOLVER_FEASIBILITY_TOL",
 ]
 
 PROB_SUM_TOL = 1e-6
@@ -65,6 +67,14 @@ that 1e-4 proves in 5 s)."""
 TRANSPORT_LP_RTOL = 1e-7
 """The transportation-LP bound is reported as its optimum times ``1 - this`` (the interior
 point solver's tolerance)."""
+
+PRUNE_RTOL = 1e-9
+"""The exact models drop a job-server pair only when its cheapest use exceeds the job's slack
+by more than this (relative, and as much absolute): pruning never loses a tie."""
+
+SOLVER_FEASIBILITY_TOL = 1e-6
+"""HiGHS's and CBC's primal feasibility tolerance: the MILP's second phase (``best_effort``)
+keeps the first phase's weight up to this."""
 
 REPORT_RTOL = 1e-9
 """``placement.testing.check_solution``: reported numbers must match the evaluator's within
