@@ -131,3 +131,14 @@ def test_the_checker_sees_imports_inside_functions(tmp_path):
     mods = {"placement.model.fake": src, "placement.cli.main": src}
     assert imports_of("placement.model.fake", src, mods) == {"placement.cli.main"}
     assert layer("placement.model.fake") < layer("placement.cli.main")
+
+
+def test_every_package_is_installed():
+    """A sub-package missing from pyproject's ``packages`` works from the source tree and
+    breaks a plain ``pip install .``: every folder with an ``__init__.py`` must be listed."""
+    text = (ROOT / "pyproject.toml").read_text()
+    listed = set(re.findall(r'"(placement[\w.]*)"', re.search(r"\npackages\s*=\s*\[(.*?)\]", text, re.S).group(1)))
+    found = {m for m, p in MODS.items() if p.name == "__init__.py"}
+    assert found == listed
+    folders = {p.parent for p in (ROOT / "placement").rglob("*.py") if "__pycache__" not in p.parts}
+    assert [f for f in folders if not (f / "__init__.py").exists()] == []

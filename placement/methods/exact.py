@@ -79,7 +79,9 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     if assignment is None:
         if start is not None:
             path.append("returned start")
-        why = res.message or f"{backend.name} ended {res.termination} without a placement"
+        why = f"{backend.name} ended {res.termination} without a usable placement" + (
+            f"; {res.message}" if res.message else ""
+        )
         return done(start, bound=None if best_effort else bound, message=why)
     if best_placement(instance, assignment, start)[0] == 1:
         path.append("start better than incumbent: returned start")
