@@ -58,6 +58,7 @@ from placement.model import (
     Switch,
 )
 from placement.problem import Cluster, Domain, cluster_of
+from placement.simulation import SimConfig, SimResult, simulate
 from placement.solving import REGISTRY, MethodSpec, Options, Outcome, get_method, list_methods, solve
 
 __version__ = "0.1.0"
@@ -81,6 +82,8 @@ __all__ = [
     "REGISTRY",
     "Scenarios",
     "Server",
+    "SimConfig",
+    "SimResult",
     "Slowdown",
     "Solution",
     "SolutionFormatError",
@@ -105,6 +108,7 @@ __all__ = [
     "resolve_instance",
     "solution_from_dict",
     "solution_to_dict",
+    "simulate",
     "solve",
     "validate",
 ]

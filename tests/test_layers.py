@@ -18,7 +18,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("placement.solving",),
     ("placement.formulations",),
     ("placement.methods",),
-    ("placement.instances", "placement.compare", "placement.bench", "placement.estimate", "placement.testing"),
+    (
+        "placement.instances",
+        "placement.compare",
+        "placement.bench",
+        "placement.estimate",
+        "placement.simulation",
+        "placement.testing",
+    ),
     ("placement",),
     ("placement.cli",),
 )

@@ -29,7 +29,17 @@ from placement.compare.rows import ROW_FIELDS, RunState
 from placement.errors import InvalidInputError, MethodUnavailableError
 from placement.instances import bundled_names
 
-__all__ = ["Run", "RunState", "expand_instances", "plan", "isolated_run", "compare", "ROW_FIELDS", "read_rows"]
+__all__ = [
+    "Run",
+    "RunState",
+    "expand_instances",
+    "plan",
+    "isolated",
+    "isolated_run",
+    "compare",
+    "ROW_FIELDS",
+    "read_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -81,37 +91,32 @@ def _grace(limit: float) -> float:
     return max(10.0, 0.5 * limit)
 
 
-def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
-    """Run one (instance, method, seed, limit) in a fresh process; kill it past
-    ``time_limit_s + grace``.  Always returns a row, whatever happened."""
-    grace = _grace(run.time_limit_s) if grace_s is None else grace_s
+def isolated(
+    module: str, payload: dict[str, Any], row: dict[str, Any], timeout_s: float | None, why_killed: str = ""
+) -> dict[str, Any]:
+    """Run ``python -m module OUT.json`` with ``payload`` as JSON on stdin in a fresh process,
+    killed hard past ``timeout_s`` (``None``: never); ``row`` updated with what it wrote to
+    OUT.json, or with ``killed`` / ``crashed`` and why.  Always returns the row."""
     fd, out = tempfile.mkstemp(prefix="placement-run-", suffix=".json")
     os.close(fd)
     t0 = time.monotonic()
-    row: dict[str, Any] = {
-        "instance": run.instance,
-        "method": run.method,
-        "seed": run.seed,
-        "time_limit_s": run.time_limit_s,
-        "threads": run.threads,
-    }
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "placement.compare.worker", out],
+            [sys.executable, "-m", module, out],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
         try:
-            _, err = proc.communicate(json.dumps(asdict(run)), timeout=run.time_limit_s + grace)
+            _, err = proc.communicate(json.dumps(payload), timeout=timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
             row.update(
                 status=RunState.KILLED,
                 wall_s=time.monotonic() - t0,
-                error=f"still running {run.time_limit_s + grace:g} s after start (limit {run.time_limit_s:g} s + grace {grace:g} s): killed",
+                error=f"still running {timeout_s:g} s after start{why_killed}: killed",
             )
             return row
         text = Path(out).read_text() if os.path.getsize(out) else ""
@@ -128,6 +133,26 @@ def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(out)
+
+
+def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
+    """Run one (instance, method, seed, limit) in a fresh process; kill it past
+    ``time_limit_s + grace``.  Always returns a row, whatever happened."""
+    grace = _grace(run.time_limit_s) if grace_s is None else grace_s
+    row: dict[str, Any] = {
+        "instance": run.instance,
+        "method": run.method,
+        "seed": run.seed,
+        "time_limit_s": run.time_limit_s,
+        "threads": run.threads,
+    }
+    return isolated(
+        "placement.compare.worker",
+        asdict(run),
+        row,
+        run.time_limit_s + grace,
+        f" (limit {run.time_limit_s:g} s + grace {grace:g} s)",
+    )
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -202,10 +227,16 @@ def compare(
             sink.flush()
 
         if todo:
-            if dask:
-                _run_dask(todo, dask, p, grace_s, record, show)
-            else:
-                _run_local(todo, p, grace_s, record, show)
+            run_all(
+                todo,
+                isolated_run,
+                parallel=p,
+                dask=dask,
+                record=record,
+                show=show,
+                grace_s=grace_s,
+                describe=lambda row: f"{row['method']} on {row['instance']}: {row['status']}",
+            )
     keys = {r.key for r in runs}
     rows = [r for r in read_rows(jsonl) if _key(r) in keys]
     write_csv(rows, out / "runs.csv")
@@ -228,18 +259,36 @@ def _progress(total: int, show: bool) -> Any:
     return prog
 
 
-def _run_local(
-    todo: list[Run], parallel: int, grace_s: float | None, record: Callable[[dict[str, Any]], None], show: bool
+def run_all(
+    todo: Sequence[Any],
+    fn: Callable[..., dict[str, Any]],
+    *,
+    parallel: int,
+    dask: str | None,
+    record: Callable[[dict[str, Any]], None],
+    show: bool,
+    describe: Callable[[dict[str, Any]], str],
+    **kwargs: Any,
 ) -> None:
+    """``fn(item, **kwargs)`` for every item of ``todo``, ``parallel`` at a time on this
+    machine (threads that wait on isolated processes) or as tasks of a Dask cluster
+    (``dask``: an address, or ``"local"``); each row is ``record``-ed as it arrives, with a
+    progress bar when ``show``.  ``fn`` must be importable by name (Dask pickles it)."""
     with _progress(len(todo), show) as prog:
         task = prog.add_task("", total=len(todo))
+
+        def done(row: dict[str, Any]) -> None:
+            record(row)
+            prog.update(task, advance=1, description=describe(row))
+
+        if dask:
+            _run_dask(todo, fn, dask, parallel, done, kwargs)
+            return
         with ThreadPoolExecutor(max_workers=parallel) as pool:
-            futs = {pool.submit(isolated_run, r, grace_s): r for r in todo}
+            futs = [pool.submit(fn, item, **kwargs) for item in todo]
             try:
                 for f in as_completed(futs):
-                    row = f.result()
-                    record(row)
-                    prog.update(task, advance=1, description=f"{row['method']} on {row['instance']}: {row['status']}")
+                    done(f.result())
             except KeyboardInterrupt:  # pragma: no cover - interactive
                 for f in futs:
                     f.cancel()
@@ -247,12 +296,12 @@ def _run_local(
 
 
 def _run_dask(
-    todo: list[Run],
+    todo: Sequence[Any],
+    fn: Callable[..., dict[str, Any]],
     address: str,
     parallel: int,
-    grace_s: float | None,
-    record: Callable[[dict[str, Any]], None],
-    show: bool,
+    done: Callable[[dict[str, Any]], None],
+    kwargs: dict[str, Any],
 ) -> None:
     try:
         from distributed import Client, LocalCluster
@@ -268,13 +317,9 @@ def _run_dask(
     else:
         client = Client(address)
     try:
-        with _progress(len(todo), show) as prog:
-            task = prog.add_task("", total=len(todo))
-            futs = client.map(isolated_run, todo, grace_s=grace_s, pure=False)
-            for f in dask_completed(futs):
-                row = f.result()
-                record(row)
-                prog.update(task, advance=1, description=f"{row['method']} on {row['instance']}: {row['status']}")
+        futs = client.map(fn, list(todo), pure=False, **kwargs)
+        for f in dask_completed(futs):
+            done(f.result())
     finally:
         client.close()
         if cluster is not None:

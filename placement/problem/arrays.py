@@ -28,16 +28,35 @@ def _merged(values: Sequence[float], probs: Sequence[float]) -> tuple[np.ndarray
     return u, q / q.sum()
 
 
+_SERVER_ARRAYS = (
+    "scenario_probs",
+    "table",
+    "dists",
+    "server_mean",
+    "server_survival",
+    "gpu_type",
+    "type_names",
+    "type_codes",
+)
+"""What :class:`EvalIndex` derives from the servers alone (shared between instances that differ
+only in used GPUs and jobs)."""
+
+
 class EvalIndex:
     """Per-instance arrays the evaluator and the heuristics share (build it with
     :func:`arrays_of`, which memoises it on the instance)."""
 
-    def __init__(self, instance: Instance) -> None:
+    def __init__(self, instance: Instance, like: EvalIndex | None = None) -> None:
         self.instance = instance
         self.scenario_probs: np.ndarray | None = None
         servers = instance.servers
         self.n = len(servers)
-        if instance.scenarios is not None:
+        if like is not None:
+            # the same servers and slowdowns (see placement.problem.reuse): share their arrays
+            for name in _SERVER_ARRAYS:
+                if hasattr(like, name):
+                    setattr(self, name, getattr(like, name))
+        elif instance.scenarios is not None:
             sc = instance.scenarios
             self.scenario_probs = np.asarray(sc.probs, dtype=float)
             self.scenario_probs = self.scenario_probs / self.scenario_probs.sum()
@@ -65,10 +84,11 @@ class EvalIndex:
         """Job position -> server positions where the job has its own estimate."""
         for jp, sp in list(self.over_dist) + list(self.over_row):
             self.over_servers.setdefault(jp, set()).add(sp)
-        self.gpu_type = [s.gpu_type for s in servers]
-        self.type_names = sorted(set(self.gpu_type))
-        code = {t: k for k, t in enumerate(self.type_names)}
-        self.type_codes = np.array([code[t] for t in self.gpu_type], dtype=np.int64)
+        if like is None:
+            self.gpu_type = [s.gpu_type for s in servers]
+            self.type_names = sorted(set(self.gpu_type))
+            code = {t: k for k, t in enumerate(self.type_names)}
+            self.type_codes = np.array([code[t] for t in self.gpu_type], dtype=np.int64)
         self._job_a: dict[int, np.ndarray] = {}
         self._job_score: dict[int, np.ndarray] = {}
 

@@ -76,6 +76,15 @@ class Cluster:
         self._pos = {sid: i for i, sid in enumerate(self.server_ids)}
         self._build_domains()
 
+    def rebind(self, instance: Instance) -> Cluster:
+        """This topology for ``instance``, which has the same servers, switches and links
+        (other used GPUs, jobs or slowdowns): the graph and the domains are shared, the free
+        GPUs are the new instance's."""
+        c = object.__new__(Cluster)
+        c.__dict__.update({k: v for k, v in self.__dict__.items() if k != "free_gpus"})
+        c.instance = instance
+        return c
+
     # ---------------------------------------------------------------- capacity
     @cached_property
     def free_gpus(self) -> np.ndarray:

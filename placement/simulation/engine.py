@@ -1,0 +1,624 @@
+"""The event-driven simulator of the proactive loop: jobs arrive over time, the scheduler
+places each gang by solving a placement instance, servers drift in and out of slow states
+(the hidden truth of :mod:`placement.simulation.dynamics`), and every running job advances at
+the pace of the snapshot model's iteration time under the current slowdowns.
+
+Execution is exact between events (arrivals, completions, slowdown changes, estimate
+refreshes, re-planning rounds, scheduler rounds): a job whose iteration time is ``T`` ms
+does ``1000 dt / T`` iterations in ``dt`` seconds, and its completion time is recomputed
+whenever ``T`` changes.  ``T_j(t) = max_{n in U_j} a_jn S_n(t) + C_j`` with ``a_jn`` the
+job's compute time on the server's GPU type and ``C_j`` its ring all-reduce time at the
+bottleneck bandwidth of its servers (:func:`placement.problem.rules.comm_ms`).
+
+Decisions take no simulated time; their wall time is measured and reported.  Every
+placement goes through :func:`placement.solving.driver.solve`, which validates it; the
+simulator also checks at every decision that no server holds more workers than GPUs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placement.errors import InvalidInputError, PlacementError
+from placement.estimate.logs import LogData, estimate_from_logs
+from placement.model.records import Instance, Job, Server, Slowdown
+from placement.model.tolerances import TIE_RTOL
+from placement.problem.reuse import share_derived
+from placement.problem.rules import comm_ms
+from placement.problem.topology import cluster_of
+from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, hidden_truth
+from placement.simulation.workload import TraceJob, Workload
+from placement.solving.driver import solve
+from placement.solving.registry import get_method
+
+__all__ = ["SimConfig", "SimResult", "simulate", "KNOWLEDGE", "QUEUES", "SimulationError", "SUMMARY_FIELDS"]
+
+KNOWLEDGE = ("oracle", "estimated", "oblivious")
+QUEUES = ("fifo", "sjf")
+SUMMARY_FIELDS = (
+    "method",
+    "knowledge",
+    "dynamics",
+    "queue",
+    "seed",
+    "jobs",
+    "jobs_finished",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "avg_queue_s",
+    "p99_queue_s",
+    "gpu_utilization",
+    "avg_slowdown",
+    "straggled_iteration_fraction",
+    "migrations",
+    "decisions",
+    "decision_time_p50_s",
+    "decision_time_p99_s",
+    "decision_time_max_s",
+    "wall_s",
+)
+LOG_NOISE = 0.02
+"""Multiplicative jitter (log-scale standard deviation) of the per-worker times the simulator
+logs for the estimator: measured iteration times are never exact."""
+
+
+class SimulationError(PlacementError):
+    """The simulation broke an invariant (a bug, never an outcome of the input)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    """One configuration of :func:`simulate` (keyword-only)."""
+
+    method: str = "greedy"
+    """Any registered method, or ``module:function``."""
+    knowledge: str = "oracle"
+    """What the scheduler knows of the slowdowns: the true distributions (``oracle``: the
+    cluster's, or no slowdown at all under ``dynamics="none"``), the estimates refitted from
+    the iteration logs (``estimated``), or nothing (``oblivious``)."""
+    dynamics: str = "markov"
+    episode_median_s: float = EPISODE_MEDIAN_S
+    replay_path: str | None = None
+    queue: str = "fifo"
+    decision_time_limit_s: float = 1.0
+    round_s: float | None = None
+    """Decide every ``round_s`` seconds instead of at every arrival and completion."""
+    max_offer: int = 64
+    """Most queued jobs offered to one decision (in queue order, skipping those wider than
+    the free GPUs left by the jobs before them)."""
+    objective: str = "weighted_expected_iteration_time"
+    estimate_every_s: float = 600.0
+    estimate_window_s: float = 86_400.0
+    """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
+    replan_every_s: float | None = None
+    max_moves: int | None = None
+    restart_s: float = 0.0
+    """Seconds of progress a job moved by re-planning loses (it pauses that long)."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.knowledge not in KNOWLEDGE:
+            problems.append(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {self.knowledge!r}")
+        if self.dynamics not in DYNAMICS:
+            problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
+        if self.dynamics == "replay" and not self.replay_path:
+            problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
+        if self.queue not in QUEUES:
+            problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
+        for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                problems.append(f"{name} must be a finite number > 0, got {v!r}")
+        for name in ("round_s", "replan_every_s"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")
+        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
+            problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
+        if self.max_offer < 1:
+            problems.append(f"max_offer must be >= 1, got {self.max_offer!r}")
+        if self.replan_every_s is not None and not get_method(self.method).replans:
+            problems.append(f"re-planning needs a method that re-plans (auto, local_search), got {self.method!r}")
+        if problems:
+            raise InvalidInputError(problems)
+
+    @property
+    def label(self) -> str:
+        return f"{self.method}/{self.knowledge}/{self.dynamics}/seed{self.seed}"
+
+
+@dataclass
+class SimResult:
+    """What a simulation measured: the summary (:data:`SUMMARY_FIELDS`), one row per job,
+    and the cluster's state after every batch of events."""
+
+    config: SimConfig
+    summary: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    timeline: dict[str, list[float]] = field(default_factory=dict)
+    """``time_s``, ``queued`` (jobs waiting), ``running`` (jobs), ``used_gpus``."""
+    truth_start: dict[str, float] = field(default_factory=dict)
+    """Each server's hidden slowdown at time 0 (for analysis after the run; the scheduler
+    never saw it)."""
+    believed_mean: dict[str, float] = field(default_factory=dict)
+    """Each server's expected slowdown as the scheduler believed it at the end."""
+    iteration_log: dict[str, list[Any]] = field(default_factory=dict)
+    """``knowledge="estimated"``: the per-worker iteration log rows still in the estimator's
+    window (``job, server, iteration, duration, time``)."""
+
+
+@dataclass
+class _Running:
+    tj: TraceJob
+    alloc: dict[int, int]
+    sps: np.ndarray
+    a: np.ndarray
+    comm: float
+    ideal_ms: float
+    start: float
+    progress: float = 0.0
+    t_last: float = 0.0
+    T: float = 0.0
+    version: int = 0
+    paused_until: float = 0.0
+    straggled_iters: float = 0.0
+    moves: int = 0
+
+
+# event kinds, in the order they are handled at equal times
+_COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND = range(6)
+
+
+class _Simulation:
+    def __init__(
+        self, cluster: Instance, workload: Workload, cfg: SimConfig, progress: Callable[[float, int, int], None] | None
+    ) -> None:
+        self.cluster = cluster
+        self.cfg = cfg
+        self.jobs = list(workload.jobs)
+        self.progress_cb = progress
+        total = int(sum(s.free_gpus for s in cluster.servers))
+        too_wide = [j for j in self.jobs if j.workers > total]
+        if too_wide:
+            raise InvalidInputError(
+                [f"job {j.id!r} needs {j.workers} GPUs; the cluster has {total} free" for j in too_wide[:40]]
+                + ([f"... and {len(too_wide) - 40} more"] if len(too_wide) > 40 else [])
+            )
+        self.n = len(cluster.servers)
+        self.free = np.array([s.free_gpus for s in cluster.servers], dtype=np.int64)
+        self.capacity = self.free.copy()
+        self.total_gpus = total
+        self.server_ids = [s.id for s in cluster.servers]
+        self.cl = cluster_of(cluster)
+        self.truth = hidden_truth(
+            cluster, cfg.dynamics, seed=cfg.seed, episode_median_s=cfg.episode_median_s, replay_path=cfg.replay_path
+        )
+        self.S = self.truth.start()
+        self.S0 = self.S.copy()
+        self.changes = self.truth.changes(self.S.copy())
+        self.heap: list[tuple[float, int, int, Any]] = []
+        self.seq = 0
+        self.now = 0.0
+        self.queue: list[TraceJob] = []
+        self.running: dict[str, _Running] = {}
+        self.on_server: list[set[str]] = [set() for _ in range(self.n)]
+        self.done: list[dict[str, Any]] = []
+        self.decision_walls: list[float] = []
+        self.timeline: dict[str, list[float]] = {"time_s": [], "queued": [], "running": [], "used_gpus": []}
+        self.rng = np.random.default_rng(np.random.SeedSequence(int(cfg.seed) % 2**63).spawn(2)[1])
+        self.migrations = 0
+        self.busy_gpu_s = 0.0
+        # what the scheduler believes
+        self.believed = self._believed_servers(None)
+        self.template: Instance | None = None
+        self.log: dict[str, list[Any]] = {"job": [], "server": [], "iteration": [], "duration": [], "time": []}
+
+    # ------------------------------------------------------------ events
+    def push(self, t: float, kind: int, data: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, data))
+
+    def run(self) -> SimResult:
+        wall0 = time.perf_counter()
+        for j in self.jobs:
+            self.push(j.submit_s, _ARRIVAL, j)
+        self._push_next_change()
+        if self.cfg.knowledge == "estimated":
+            self.push(self.cfg.estimate_every_s, _ESTIMATE)
+        if self.cfg.replan_every_s is not None:
+            self.push(self.cfg.replan_every_s, _REPLAN)
+        if self.cfg.round_s is not None:
+            self.push(self.cfg.round_s, _ROUND)
+        pending_jobs = len(self.jobs)
+        dirty = False
+        last_report = 0.0
+        while self.heap:
+            t, kind, _, data = heapq.heappop(self.heap)
+            if pending_jobs == 0 and not self.running and not self.queue:
+                break
+            self.now = t
+            if kind == _COMPLETE:
+                name, version = data
+                r = self.running.get(name)
+                if r is None or r.version != version:
+                    continue
+                self._finish(r)
+                pending_jobs -= 1
+                dirty = True
+            elif kind == _CHANGE:
+                self._apply_changes(data)
+                self._push_next_change()
+            elif kind == _ARRIVAL:
+                self.queue.append(data)
+                dirty = True
+            elif kind == _ESTIMATE:
+                self._refit()
+                if pending_jobs:
+                    self.push(t + self.cfg.estimate_every_s, _ESTIMATE)
+            elif kind == _REPLAN:
+                self._replan()
+                if pending_jobs:
+                    self.push(t + self.cfg.replan_every_s, _REPLAN)  # type: ignore[operator]
+            elif kind == _ROUND:
+                self._decide()
+                if pending_jobs:
+                    self.push(t + self.cfg.round_s, _ROUND)  # type: ignore[operator]
+            nxt = self.heap[0][0] if self.heap else math.inf
+            if nxt > t:
+                if dirty and self.cfg.round_s is None:
+                    self._decide()
+                dirty = False
+                self._record()
+                if self.progress_cb is not None and time.perf_counter() - last_report > 0.2:
+                    last_report = time.perf_counter()
+                    self.progress_cb(t, len(self.done), len(self.jobs))
+        if self.progress_cb is not None:
+            self.progress_cb(self.now, len(self.done), len(self.jobs))
+        return self._result(time.perf_counter() - wall0)
+
+    def _push_next_change(self) -> None:
+        nxt = next(self.changes, None)
+        if nxt is not None:
+            self.push(nxt[0], _CHANGE, nxt[1])
+
+    # ----------------------------------------------------------- running
+    def _iteration_ms(self, r: _Running) -> float:
+        return float((r.a * self.S[r.sps]).max()) + r.comm
+
+    def _advance(self, r: _Running) -> None:
+        """Bring ``r``'s progress to now at its current iteration time."""
+        t0 = max(r.t_last, r.paused_until)
+        if self.now > t0:
+            done = (self.now - t0) * 1000.0 / r.T
+            r.progress += done
+            if r.ideal_ms * (1 + TIE_RTOL) < r.T:
+                r.straggled_iters += done
+        r.t_last = self.now
+
+    def _schedule_completion(self, r: _Running) -> None:
+        r.version += 1
+        left = max(0.0, r.tj.iterations - r.progress)
+        t_end = max(self.now, r.paused_until) + left * r.T / 1000.0
+        self.push(t_end, _COMPLETE, (r.tj.id, r.version))
+
+    def _apply_changes(self, changes: Sequence[Any]) -> None:
+        touched: set[str] = set()
+        for c in changes:
+            touched |= self.on_server[c.server]
+        for name in touched:
+            self._advance(self.running[name])
+        for c in changes:
+            self.S[c.server] = c.value
+        for name in touched:
+            r = self.running[name]
+            r.T = self._iteration_ms(r)
+            self._schedule_completion(r)
+
+    def _placed_on(self, tj: TraceJob, alloc: dict[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
+        """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on ``alloc``."""
+        sps = np.array(sorted(alloc), dtype=np.int64)
+        job = Job(tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, gpu_speed=tj.gpu_speed)
+        a = np.array([tj.compute_ms / (job.speed(self.cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
+        if not np.isfinite(a).all():
+            raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
+        return sps, a, comm_ms(job, self.cl.bandwidth([self.server_ids[sp] for sp in sps]))
+
+    def _start(self, tj: TraceJob, alloc: dict[int, int]) -> None:
+        sps, a, comm = self._placed_on(tj, alloc)
+        r = _Running(tj, dict(alloc), sps, a, comm, float(a.max()) + comm, start=self.now, t_last=self.now)
+        r.T = self._iteration_ms(r)
+        for sp, k in alloc.items():
+            self.free[sp] -= k
+            self.on_server[sp].add(tj.id)
+        if (self.free < 0).any():
+            raise SimulationError(
+                f"at t={self.now:g} s, job {tj.id!r} over-commits servers {np.flatnonzero(self.free < 0)}"
+            )
+        self.running[tj.id] = r
+        self._schedule_completion(r)
+
+    def _finish(self, r: _Running) -> None:
+        self._advance(r)
+        for sp, k in r.alloc.items():
+            self.free[sp] += k
+            self.on_server[sp].discard(r.tj.id)
+        del self.running[r.tj.id]
+        tj = r.tj
+        run = self.now - r.start
+        ideal_run = tj.iterations * r.ideal_ms / 1000.0
+        self.busy_gpu_s += tj.workers * run
+        self.done.append(
+            {
+                "job": tj.id,
+                "workers": tj.workers,
+                "iterations": tj.iterations,
+                "submit_s": tj.submit_s,
+                "start_s": r.start,
+                "end_s": self.now,
+                "jct_s": self.now - tj.submit_s,
+                "queue_s": r.start - tj.submit_s,
+                "run_s": run,
+                "ideal_run_s": ideal_run,
+                "slowdown": run / ideal_run if ideal_run > 0 else 1.0,
+                "straggled_iterations": min(r.straggled_iters, float(tj.iterations)),
+                "servers": len(r.alloc),
+                "moves": r.moves,
+                "placement": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
+            }
+        )
+
+    def _record(self) -> None:
+        tl = self.timeline
+        if tl["time_s"] and tl["time_s"][-1] == self.now:
+            for k in ("time_s", "queued", "running", "used_gpus"):
+                tl[k].pop()
+        tl["time_s"].append(self.now)
+        tl["queued"].append(len(self.queue))
+        tl["running"].append(len(self.running))
+        tl["used_gpus"].append(float(self.total_gpus - int(self.free.sum())))
+
+    # --------------------------------------------------------- decisions
+    def _believed_servers(self, estimates: Mapping[str, Slowdown] | None) -> tuple[Server, ...]:
+        k = self.cfg.knowledge
+        if k == "oracle" and self.cfg.dynamics != "none":
+            return self.cluster.servers
+        if k != "estimated" or not estimates:  # oblivious; or the truth is no slowdown at all
+            return tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
+        return tuple(dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers)
+
+    def _decision_instance(self, jobs: Sequence[TraceJob], free: np.ndarray) -> Instance:
+        servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.believed))
+        scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
+        inst = Instance(
+            name=f"{self.cluster.name}@{self.now:.0f}s",
+            servers=servers,
+            jobs=tuple(
+                Job(
+                    j.id,
+                    j.workers,
+                    j.compute_ms,
+                    j.gradient_mb,
+                    iterations=j.iterations,
+                    weight=j.weight,
+                    gpu_speed=j.gpu_speed,
+                )
+                for j in jobs
+            ),
+            switches=self.cluster.switches,
+            links=self.cluster.links,
+            scenarios=scen,
+            objective=self.cfg.objective,
+            admission="best_effort",
+        )
+        if self.template is None:
+            self.template = inst
+        else:
+            share_derived(inst, self.template)
+        return inst
+
+    def _order(self) -> list[TraceJob]:
+        if self.cfg.queue == "sjf":
+            return sorted(self.queue, key=lambda j: (j.iterations * j.compute_ms, j.submit_s, j.id))
+        return self.queue
+
+    def _decide(self) -> None:
+        left = int(self.free.sum())
+        if not self.queue or left == 0:
+            return
+        offer: list[TraceJob] = []
+        for j in self._order():
+            if j.workers <= left:
+                offer.append(j)
+                left -= j.workers
+                if len(offer) >= self.cfg.max_offer or left == 0:
+                    break
+        if not offer:
+            return
+        inst = self._decision_instance(offer, self.free)
+        w0 = time.perf_counter()
+        sol = solve(inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed)
+        self.decision_walls.append(time.perf_counter() - w0)
+        if sol.status.value == "error":
+            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        if not sol.assignment:
+            return
+        placed = set(sol.assignment)
+        pos = inst.server_pos
+        for j in offer:
+            if j.id in placed:
+                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()})
+        self.queue = [j for j in self.queue if j.id not in placed]
+
+    def _replan(self) -> None:
+        if not self.running:
+            return
+        runs = list(self.running.values())
+        free = self.free.copy()
+        for r in runs:
+            for sp, k in r.alloc.items():
+                free[sp] += k
+        inst = self._decision_instance([r.tj for r in runs], free)
+        previous = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
+        w0 = time.perf_counter()
+        sol = solve(
+            inst,
+            self.cfg.method,
+            time_limit_s=self.cfg.decision_time_limit_s,
+            seed=self.cfg.seed,
+            previous=previous,
+            max_moves=self.cfg.max_moves,
+        )
+        self.decision_walls.append(time.perf_counter() - w0)
+        if not sol.status.has_placement:
+            return
+        pos = inst.server_pos
+        moved = [
+            r
+            for r in runs
+            if {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
+            and sol.assignment.get(r.tj.id)
+        ]
+        for r in moved:
+            self._advance(r)
+            for sp, k in r.alloc.items():
+                self.free[sp] += k
+                self.on_server[sp].discard(r.tj.id)
+        for r in moved:
+            alloc = {pos[s]: int(k) for s, k in sol.assignment[r.tj.id].items()}
+            for sp, k in alloc.items():
+                self.free[sp] -= k
+                self.on_server[sp].add(r.tj.id)
+            r.moves += sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
+            r.alloc = alloc
+            r.sps, r.a, r.comm = self._placed_on(r.tj, alloc)
+            r.ideal_ms = float(r.a.max()) + r.comm
+            r.T = self._iteration_ms(r)
+            r.paused_until = self.now + self.cfg.restart_s
+            self.migrations += 1
+            self._schedule_completion(r)
+        if (self.free < 0).any():
+            raise SimulationError(
+                f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"
+            )
+
+    # -------------------------------------------------- proactive loop
+    def _log_iterations(self) -> None:
+        """One logged iteration of every running multi-worker job: each worker's time under
+        the current slowdowns, with a little measurement noise."""
+        lg = self.log
+        for r in self.running.values():
+            if r.tj.workers < 2:
+                continue
+            it = int(r.progress)
+            for sp, a in zip(r.sps, r.a):
+                for _ in range(r.alloc[int(sp)]):
+                    lg["job"].append(r.tj.id)
+                    lg["server"].append(self.server_ids[int(sp)])
+                    lg["iteration"].append(it)
+                    lg["duration"].append(float(a * self.S[sp] * math.exp(LOG_NOISE * self.rng.standard_normal())))
+                    lg["time"].append(self.now)
+
+    def _refit(self) -> None:
+        self._log_iterations()
+        lg = self.log
+        if lg["time"] and lg["time"][0] < self.now - self.cfg.estimate_window_s:
+            cut = int(np.searchsorted(np.asarray(lg["time"]), self.now - self.cfg.estimate_window_s, side="left"))
+            for k in lg:
+                del lg[k][:cut]
+        if not lg["job"]:
+            return
+        data = LogData(
+            np.asarray(lg["job"]),
+            np.asarray(lg["server"]),
+            np.asarray(lg["iteration"], dtype=float),
+            np.asarray(lg["duration"]),
+        )
+        est, _ = estimate_from_logs(data, servers=self.server_ids)
+        self.believed = self._believed_servers({s: e.slowdown for s, e in est.items()})
+        self.template = None
+
+    # ----------------------------------------------------------- result
+    def _result(self, wall: float) -> SimResult:
+        rows = sorted(self.done, key=lambda r: (r["submit_s"], r["job"]))
+        jct = np.array([r["jct_s"] for r in rows])
+        qd = np.array([r["queue_s"] for r in rows])
+        walls = np.array(self.decision_walls) if self.decision_walls else np.zeros(1)
+        first = min((j.submit_s for j in self.jobs), default=0.0)
+        makespan = max((r["end_s"] for r in rows), default=first) - first
+        iters = sum(r["iterations"] for r in rows)
+
+        def pct(x: np.ndarray, q: float) -> float | None:
+            return float(np.percentile(x, q)) if len(x) else None
+
+        summary = {
+            "method": self.cfg.method,
+            "knowledge": self.cfg.knowledge,
+            "dynamics": self.cfg.dynamics,
+            "queue": self.cfg.queue,
+            "seed": self.cfg.seed,
+            "jobs": len(self.jobs),
+            "jobs_finished": len(rows),
+            "avg_jct_s": float(jct.mean()) if len(jct) else None,
+            "p50_jct_s": pct(jct, 50),
+            "p95_jct_s": pct(jct, 95),
+            "p99_jct_s": pct(jct, 99),
+            "makespan_s": makespan,
+            "avg_queue_s": float(qd.mean()) if len(qd) else None,
+            "p99_queue_s": pct(qd, 99),
+            "gpu_utilization": self.busy_gpu_s / (self.total_gpus * makespan) if makespan > 0 else 0.0,
+            "avg_slowdown": float(np.mean([r["slowdown"] for r in rows])) if rows else None,
+            "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
+            "migrations": self.migrations,
+            "decisions": len(self.decision_walls),
+            "decision_time_p50_s": float(np.percentile(walls, 50)),
+            "decision_time_p99_s": float(np.percentile(walls, 99)),
+            "decision_time_max_s": float(walls.max()),
+            "wall_s": wall,
+        }
+        if len(rows) != len(self.jobs):
+            raise SimulationError(f"{len(self.jobs) - len(rows)} job(s) never finished")
+        return SimResult(
+            self.cfg,
+            summary,
+            rows,
+            self.timeline,
+            truth_start={sid: float(v) for sid, v in zip(self.server_ids, self.S0)},
+            believed_mean={s.id: s.slowdown.mean() for s in self.believed},
+            iteration_log=self.log if self.cfg.knowledge == "estimated" else {},
+        )
+
+
+def simulate(
+    cluster: Instance,
+    workload: Workload,
+    config: SimConfig | None = None,
+    *,
+    progress: Callable[[float, int, int], None] | None = None,
+    **options: Any,
+) -> SimResult:
+    """Run one configuration (``config``, or :class:`SimConfig` keyword options) of the
+    trace ``workload`` on ``cluster`` (a ``placement-instance/1``; its jobs are ignored).
+
+    >>> from placement.instances import load_bundled
+    >>> from placement.simulation.workload import TraceJob, Workload
+    >>> w = Workload((TraceJob("a", 0.0, 2, 1000, 100.0, 50.0),), "one job", {})
+    >>> r = simulate(load_bundled("tiny"), w, method="greedy", dynamics="none")
+    >>> r.summary["jobs_finished"]
+    1
+    """
+    cfg = config if config is not None else SimConfig(**options)
+    if config is not None and options:
+        cfg = dataclasses.replace(config, **options)
+    return _Simulation(cluster.replace(jobs=()), workload, cfg, progress).run()

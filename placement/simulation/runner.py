@@ -1,0 +1,366 @@
+"""Several simulation configurations side by side: methods x knowledge x dynamics x seeds,
+each in its own process (the comparison harness's isolation), resumable (summaries are
+appended to ``runs.jsonl`` as they finish), optionally on Dask; then ``summary.json``,
+``jobs/<config>.csv``, ``timeline/<config>.csv``, ``report.md`` and the plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from placement.compare.harness import isolated, read_rows, run_all
+from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
+
+__all__ = ["SimRun", "plan_runs", "run_one", "isolated_sim", "simulate_sweep", "write_outputs", "JOB_FIELDS"]
+
+JOB_FIELDS = (
+    "job",
+    "workers",
+    "iterations",
+    "submit_s",
+    "start_s",
+    "end_s",
+    "jct_s",
+    "queue_s",
+    "run_s",
+    "ideal_run_s",
+    "slowdown",
+    "straggled_iterations",
+    "servers",
+    "moves",
+    "placement",
+)
+TIMELINE_POINTS = 2000
+"""Most rows of a configuration's timeline file (evenly thinned)."""
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """One configuration of a sweep: where the cluster and the trace are, how the trace is
+    read, and the :class:`SimConfig` fields."""
+
+    cluster: str
+    trace: str
+    trace_options: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    out_dir: str | None = None
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        return (
+            (
+                f"{c.get('method', 'greedy')}-{c.get('knowledge', 'oracle')}-{c.get('dynamics', 'markov')}"
+                f"-seed{c.get('seed', 0)}"
+            )
+            .replace("/", "_")
+            .replace(":", "_")
+        )
+
+
+def plan_runs(
+    cluster: str,
+    trace: str,
+    trace_options: dict[str, Any],
+    *,
+    methods: Sequence[str],
+    knowledge: Sequence[str],
+    dynamics: Sequence[str],
+    seeds: Sequence[int],
+    common: dict[str, Any],
+    reference: bool = True,
+    out_dir: str | None = None,
+) -> list[SimRun]:
+    """Every combination; with ``reference``, each method also runs under ``dynamics none``
+    (the straggler-free reference that inflation is measured against; knowledge does not
+    matter there, so once per method and seed)."""
+    runs = []
+    for m in methods:
+        for s in seeds:
+            for d in dynamics:
+                for k in knowledge:
+                    runs.append(
+                        SimRun(
+                            cluster,
+                            trace,
+                            dict(trace_options),
+                            {**common, "method": m, "knowledge": k, "dynamics": d, "seed": s},
+                            out_dir,
+                        )
+                    )
+            if reference and "none" not in dynamics:
+                runs.append(
+                    SimRun(
+                        cluster,
+                        trace,
+                        dict(trace_options),
+                        {**common, "method": m, "knowledge": "oblivious", "dynamics": "none", "seed": s},
+                        out_dir,
+                    )
+                )
+    return list({r.label: r for r in runs}.values())
+
+
+def load_inputs(run: SimRun) -> tuple[Any, Any]:
+    """The cluster instance and the workload of ``run`` (jobs wider than the cluster refused
+    by name, unless the trace options drop them)."""
+    from placement.instances import resolve_instance
+    from placement.simulation.workload import read_trace
+
+    cluster = resolve_instance(run.cluster)
+    total = int(sum(s.free_gpus for s in cluster.servers))
+    workload = read_trace(run.trace, max_workers=total, **run.trace_options)
+    return cluster, workload
+
+
+def run_one(
+    run: SimRun, *, progress: Callable[[float, int, int], None] | None = None
+) -> tuple[dict[str, Any], SimResult]:
+    """Run ``run`` in this process; writes its job and timeline files when it has an
+    ``out_dir``.  Returns its summary row and the result."""
+    from placement.simulation.engine import simulate
+
+    cluster, workload = load_inputs(run)
+    res = simulate(cluster, workload, SimConfig(**run.config), progress=progress)
+    row = {
+        "label": run.label,
+        "status": "finished",
+        **res.summary,
+        "config": run.config,
+        "trace": run.trace,
+        "trace_source": workload.source,
+        "cluster": run.cluster,
+        "dropped": dict(workload.dropped),
+    }
+    if run.out_dir:
+        write_run_files(Path(run.out_dir), run.label, res)
+    return row, res
+
+
+def write_run_files(out: Path, label: str, res: SimResult) -> None:
+    (out / "jobs").mkdir(parents=True, exist_ok=True)
+    (out / "timeline").mkdir(parents=True, exist_ok=True)
+    with open(out / "jobs" / f"{label}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=JOB_FIELDS)
+        w.writeheader()
+        w.writerows(res.jobs)
+    tl = res.timeline
+    n = len(tl.get("time_s", []))
+    step = max(1, math.ceil(n / TIMELINE_POINTS))
+    with open(out / "timeline" / f"{label}.csv", "w", newline="") as f:
+        w2 = csv.writer(f)
+        w2.writerow(["time_s", "queued", "running", "used_gpus"])
+        for i in list(range(0, n, step)) + ([n - 1] if n and (n - 1) % step else []):
+            w2.writerow([tl["time_s"][i], tl["queued"][i], tl["running"][i], tl["used_gpus"][i]])
+
+
+def isolated_sim(run: SimRun, timeout_s: float | None = None) -> dict[str, Any]:
+    """``run`` in a fresh process (``python -m placement.simulation.worker``), killed past
+    ``timeout_s``; always returns a row."""
+    row: dict[str, Any] = {"label": run.label, **run.config, "config": run.config}
+    return isolated("placement.simulation.worker", asdict(run), row, timeout_s)
+
+
+def simulate_sweep(
+    runs: Sequence[SimRun],
+    out_dir: str | os.PathLike[str],
+    *,
+    parallel: int = 1,
+    dask: str | None = None,
+    timeout_s: float | None = None,
+    progress: bool | None = None,
+    say: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+) -> list[dict[str, Any]]:
+    """Run every configuration not yet in ``out_dir/runs.jsonl`` (each in its own process),
+    then write the summary, the report and the plots over every row of the folder."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    jsonl = out / "runs.jsonl"
+    done = {r["label"] for r in read_rows(jsonl) if r.get("status") == "finished"}
+    todo = [r for r in runs if r.label not in done]
+    say(
+        f"placement simulate: {len(runs)} configurations ({len(runs) - len(todo)} already in {jsonl}), "
+        f"{parallel} at a time on {'Dask at ' + dask if dask else 'this machine'}"
+    )
+    show = sys.stderr.isatty() if progress is None else progress
+    with open(jsonl, "a") as sink:
+
+        def record(row: dict[str, Any]) -> None:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+
+        if todo:
+            run_all(
+                todo,
+                isolated_sim,
+                parallel=parallel,
+                dask=dask,
+                record=record,
+                show=show,
+                timeout_s=timeout_s,
+                describe=lambda row: f"{row['label']}: {row['status']}",
+            )
+    labels = {r.label for r in runs}
+    rows = [r for r in read_rows(jsonl) if r.get("label") in labels]
+    latest = {r["label"]: r for r in rows}  # a re-run after a crash replaces the crashed row
+    rows = [latest[r.label] for r in runs if r.label in latest]
+    write_outputs(rows, out)
+    return rows
+
+
+# ----------------------------------------------------------------- outputs
+def inflation_table(
+    rows: Sequence[dict[str, Any]], baseline: tuple[str, str] = ("consolidate", "oblivious")
+) -> list[dict[str, Any]]:
+    """Per finished run with stragglers: its inflation (mean JCT minus the mean JCT of the
+    same method and seed with ``dynamics none``) and the share of the baseline's inflation
+    it removes: ``(JCT_baseline - JCT) / (JCT_baseline - JCT_none(baseline))``."""
+    ok = [r for r in rows if r.get("status") == "finished"]
+    ref = {(r["method"], r["seed"]): r["avg_jct_s"] for r in ok if r["dynamics"] == "none"}
+    base = {
+        (r["dynamics"], r["seed"]): r["avg_jct_s"]
+        for r in ok
+        if (r["method"], r["knowledge"]) == baseline and r["dynamics"] != "none"
+    }
+    out = []
+    for r in ok:
+        if r["dynamics"] == "none":
+            continue
+        none = ref.get((r["method"], r["seed"]))
+        b = base.get((r["dynamics"], r["seed"]))
+        b_none = ref.get((baseline[0], r["seed"]))
+        share = None
+        if b is not None and b_none is not None and b - b_none > 0:
+            share = (b - r["avg_jct_s"]) / (b - b_none)
+        out.append(
+            {
+                "label": r["label"],
+                "method": r["method"],
+                "knowledge": r["knowledge"],
+                "dynamics": r["dynamics"],
+                "seed": r["seed"],
+                "avg_jct_s": r["avg_jct_s"],
+                "inflation_s": None if none is None else r["avg_jct_s"] - none,
+                "share_removed": share,
+            }
+        )
+    return out
+
+
+def _fmt(x: Any, nd: int = 1) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:,.{nd}f}"
+    return str(x)
+
+
+def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> None:
+    """``summary.json`` (one object per configuration), ``report.md`` and the plots."""
+    summary = [
+        {k: r.get(k) for k in ("label", "status", *SUMMARY_FIELDS, "error") if k in r or k in SUMMARY_FIELDS}
+        for r in rows
+    ]
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    infl = {r["label"]: r for r in inflation_table(rows)}
+    first = next((r for r in rows if r.get("trace_source")), {})
+    lines = [
+        "# Simulation report",
+        "",
+        f"Cluster `{first.get('cluster', '?')}`; trace: {first.get('trace_source', '?')}. "
+        f"{len(rows)} configurations. Times in seconds; JCT = end - submit; inflation = mean JCT minus the same "
+        "method's mean JCT with `dynamics none`; share removed = the part of oblivious consolidation's inflation "
+        "that the configuration removes.",
+        "",
+        "| method | knowledge | dynamics | seed | finished | mean JCT | p50 JCT | p99 JCT | mean queue | p99 queue | "
+        "GPU util | mean slowdown | straggled iters | migrations | inflation | share removed | decision p50 / max |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.get("status") != "finished":
+            lines.append(
+                f"| {r.get('method')} | {r.get('knowledge')} | {r.get('dynamics')} | {r.get('seed')} | "
+                f"{r.get('status')}: {r.get('error', '')} |" + " |" * 12
+            )
+            continue
+        i = infl.get(r["label"], {})
+        share = i.get("share_removed")
+        lines.append(
+            f"| {r['method']} | {r['knowledge']} | {r['dynamics']} | {r['seed']} | {r['jobs_finished']}/{r['jobs']} | "
+            f"{_fmt(r['avg_jct_s'])} | {_fmt(r['p50_jct_s'])} | {_fmt(r['p99_jct_s'])} | {_fmt(r['avg_queue_s'])} | "
+            f"{_fmt(r['p99_queue_s'])} | {100 * r['gpu_utilization']:.1f}% | {r['avg_slowdown']:.4f} | "
+            f"{100 * r['straggled_iteration_fraction']:.1f}% | {r['migrations']} | {_fmt(i.get('inflation_s'))} | "
+            f"{'-' if share is None else f'{100 * share:.1f}%'} | "
+            f"{r['decision_time_p50_s'] * 1000:.1f} ms / {r['decision_time_max_s']:.2f} s |"
+        )
+    lines += ["", "![JCT CDF](jct_cdf.png)", "![queue and utilisation](timeline.png)", ""]
+    (out / "report.md").write_text("\n".join(lines))
+    _plots([r for r in rows if r.get("status") == "finished"], out)
+
+
+def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    if not rows:
+        return
+    cmap = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for k, r in enumerate(rows):
+        p = out / "jobs" / f"{r['label']}.csv"
+        if not p.exists():
+            continue
+        with open(p, newline="") as f:
+            jct = np.sort([float(x["jct_s"]) for x in csv.DictReader(f)])
+        if len(jct):
+            ax.step(
+                jct,
+                np.arange(1, len(jct) + 1) / len(jct),
+                where="post",
+                label=r["label"],
+                color=cmap(k % 10),
+                linestyle=("-", "--", ":", "-.")[(k // 10) % 4],
+                linewidth=1.6,
+            )
+    ax.set_xscale("log")
+    ax.set_xlabel("job completion time (s, log scale)")
+    ax.set_ylabel("share of jobs finished within")
+    ax.set_title("JCT distribution per configuration")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out / "jct_cdf.png", dpi=110)
+    plt.close(fig)
+
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for k, r in enumerate(rows):
+        p = out / "timeline" / f"{r['label']}.csv"
+        if not p.exists():
+            continue
+        with open(p, newline="") as f:
+            tl = list(csv.DictReader(f))
+        t = np.array([float(x["time_s"]) for x in tl]) / 3600.0
+        style = dict(color=cmap(k % 10), linestyle=("-", "--", ":", "-.")[(k // 10) % 4], linewidth=1.2)
+        a1.step(t, [float(x["queued"]) for x in tl], where="post", label=r["label"], **style)
+        a2.step(t, [float(x["used_gpus"]) for x in tl], where="post", **style)
+    a1.set_ylabel("jobs queued")
+    a2.set_ylabel("GPUs in use")
+    a2.set_xlabel("simulated time (hours)")
+    a1.set_title("Queue and utilisation over time")
+    a1.grid(True, alpha=0.3)
+    a2.grid(True, alpha=0.3)
+    a1.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    fig.savefig(out / "timeline.png", dpi=110)
+    plt.close(fig)

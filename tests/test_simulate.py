@@ -1,0 +1,184 @@
+"""The online simulator: exact execution, the laws its dynamics must follow, conservation,
+determinism, and the proactive loop's estimates."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from placement.evaluation import evaluate
+from placement.model import Instance, Link, Server, Slowdown, Switch
+from placement.problem import cluster_of
+from placement.problem.rules import comm_ms
+from placement.simulation.dynamics import episode_mean_s, hidden_truth, stationary
+from placement.simulation.engine import SimConfig, simulate
+from placement.simulation.workload import TraceJob, Workload
+
+Z = 3.29
+"""Normal quantile of the 99.9% two-sided confidence intervals the statistical checks use."""
+
+
+def cluster(slowdowns: list[Slowdown], gpus: int = 1, rack_gbps: float = 100.0) -> Instance:
+    servers = tuple(Server(f"s{i}", gpus, "A100", 2400.0, slowdown=d) for i, d in enumerate(slowdowns))
+    links = tuple(Link(s.id, "tor", rack_gbps) for s in servers)
+    return Instance("sim", servers, (), (Switch("tor"),), links)
+
+
+def one_job(workers: int, iterations: int, compute_ms: float = 100.0, gradient_mb: float = 100.0) -> Workload:
+    return Workload((TraceJob("j", 0.0, workers, iterations, compute_ms, gradient_mb),), "one job", {})
+
+
+def test_one_job_without_stragglers_takes_iterations_times_the_ideal_time():
+    c = cluster([Slowdown((1.0, 2.0), (0.5, 0.5))] * 4, gpus=2)
+    r = simulate(c, one_job(4, 12_345), method="greedy", dynamics="none")
+    (row,) = r.jobs
+    servers = [s.split(":")[0] for s in row["placement"].split()]
+    job_t0 = 100.0 + comm_ms(c.servers[0] and _job(4), cluster_of(c).bandwidth(servers))
+    assert row["jct_s"] == pytest.approx(12_345 * job_t0 / 1000.0, rel=1e-12)
+    assert row["queue_s"] == 0.0 and row["slowdown"] == pytest.approx(1.0, rel=1e-12)
+    assert r.summary["straggled_iteration_fraction"] == 0.0
+
+
+def _job(workers: int):
+    from placement.model import Job
+
+    return Job("j", workers, 100.0, 100.0)
+
+
+def test_static_jct_averages_to_iterations_times_the_evaluators_expected_time():
+    d = Slowdown((1.0, 1.5, 3.0), (0.7, 0.2, 0.1))
+    c = cluster([d] * 3)
+    w = one_job(2, 1000)
+    jcts, placements = [], set()
+    for seed in range(300):
+        r = simulate(c, w, method="greedy", knowledge="oracle", dynamics="static", seed=seed)
+        jcts.append(r.jobs[0]["jct_s"])
+        placements.add(r.jobs[0]["placement"])
+    (placement,) = placements  # the oracle's placement does not depend on the seed
+    asg = {"j": {p.split(":")[0]: int(p.split(":")[1]) for p in placement.split()}}
+    inst = c.replace(jobs=(_job(2),))
+    expected = 1000 * evaluate(inst, asg).jobs["j"].expected_iteration_ms / 1000.0
+    x = np.array(jcts)
+    se = x.std(ddof=1) / math.sqrt(len(x))
+    assert abs(x.mean() - expected) <= Z * se, (x.mean(), expected, se)
+
+
+def _inverse_rate(c: Instance, servers: list[int], workers: int) -> float:
+    """1 / E[1/T] over the stationary joint states of ``servers`` (independent), exactly."""
+    comm = comm_ms(_job(workers), cluster_of(c).bandwidth([c.servers[i].id for i in servers]))
+    states = [
+        stationary(np.asarray(c.servers[i].slowdown.values), np.asarray(c.servers[i].slowdown.probs)) for i in servers
+    ]
+    e_inv = 0.0
+    for combo in itertools.product(*[list(zip(v, p)) for v, p in states]):
+        p = math.prod(q for _, q in combo)
+        t = max(100.0 * s for s, _ in combo) + comm
+        e_inv += p / t
+    return 1.0 / e_inv
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_markov_time_per_iteration_tends_to_the_inverse_mean_rate(workers):
+    d = Slowdown((1.0, 2.0), (0.8, 0.2))
+    c = cluster([d] * workers)
+    iterations = 10_000_000  # ~1e6 s at the ideal speed: thousands of 30-s episodes
+    per_iter = []
+    for seed in range(6):
+        r = simulate(
+            c, one_job(workers, iterations), method="greedy", dynamics="markov", episode_median_s=30.0, seed=seed
+        )
+        per_iter.append(1000.0 * r.jobs[0]["run_s"] / iterations)
+    x = np.array(per_iter)
+    truth = _inverse_rate(c, list(range(workers)), workers)
+    se = x.std(ddof=1) / math.sqrt(len(x))
+    assert abs(x.mean() - truth) <= Z * se + 1e-9 * truth, (x.mean(), truth, se)
+    # and not E[T], which is larger (Jensen)
+    inst = c.replace(jobs=(_job(workers),))
+    e_t = evaluate(inst, {"j": {s.id: 1 for s in c.servers}}).jobs["j"].expected_iteration_ms
+    assert e_t > truth and abs(x.mean() - e_t) > 10 * se
+
+
+def test_markov_long_run_shares_match_the_distribution():
+    d = Slowdown((1.0, 1.5, 4.0), (0.85, 0.1, 0.05))
+    c = cluster([d])
+    series = hidden_truth(c, "markov", seed=3, episode_median_s=120.0)
+    s0 = series.start()
+    t_prev, v_prev, horizon = 0.0, float(s0[0]), 3e7
+    time_at: dict[float, float] = {}
+    for t, changes in series.changes(s0):
+        t = min(t, horizon)
+        time_at[v_prev] = time_at.get(v_prev, 0.0) + t - t_prev
+        if t >= horizon:
+            break
+        t_prev, v_prev = t, changes[0].value
+    shares = {v: time_at.get(v, 0.0) / horizon for v in d.values}
+    cycle = episode_mean_s(120.0) / 0.15
+    n_cycles = horizon / cycle
+    for v, p in zip(d.values, d.probs):
+        assert abs(shares[v] - p) <= Z * 2 * math.sqrt(p * (1 - p) / n_cycles), (v, shares[v], p)
+
+
+def test_every_job_finishes_once_and_no_server_is_over_committed():
+    rng = np.random.default_rng(5)
+    c = cluster([Slowdown((1.0, 3.0), (0.9, 0.1))] * 6, gpus=4)
+    jobs = tuple(
+        TraceJob(f"j{i}", float(10 * i), int(rng.choice([1, 2, 4, 8])), int(rng.integers(100, 5000)), 50.0, 20.0)
+        for i in range(120)
+    )
+    r = simulate(c, Workload(jobs, "random", {}), method="greedy", dynamics="markov", episode_median_s=60.0, seed=2)
+    assert sorted(row["job"] for row in r.jobs) == sorted(j.id for j in jobs)
+    assert max(r.timeline["used_gpus"]) <= 24
+    for row in r.jobs:
+        assert row["end_s"] >= row["start_s"] >= row["submit_s"]
+        assert sum(int(p.split(":")[1]) for p in row["placement"].split()) == row["workers"]
+    # the same seed gives the same run; another seed another one
+    again = simulate(c, Workload(jobs, "random", {}), method="greedy", dynamics="markov", episode_median_s=60.0, seed=2)
+    assert again.jobs == r.jobs
+    other = simulate(c, Workload(jobs, "random", {}), method="greedy", dynamics="markov", episode_median_s=60.0, seed=3)
+    assert other.jobs != r.jobs
+
+
+def test_estimated_knowledge_finds_the_persistent_stragglers():
+    # the logs are relative to each job's median worker: jobs of several widths mix the servers
+    d = Slowdown((1.0, 2.0), (0.75, 0.25))
+    c = cluster([d] * 10)
+    rng = np.random.default_rng(0)
+    jobs = tuple(TraceJob(f"j{i}", float(50 * i), int(rng.integers(3, 7)), 3000, 100.0, 10.0) for i in range(400))
+    r = simulate(
+        c,
+        Workload(jobs, "many", {}),
+        method="greedy",
+        knowledge="estimated",
+        dynamics="static",
+        estimate_every_s=300.0,
+        seed=4,
+    )
+    slow = [s for s, v in r.truth_start.items() if v > 1.0]
+    fast = [s for s, v in r.truth_start.items() if v == 1.0]
+    assert slow and fast and r.iteration_log["job"]
+    assert min(r.believed_mean[s] for s in slow) > max(r.believed_mean[s] for s in fast)
+
+
+def test_the_proactive_scheduler_beats_the_oblivious_one_on_persistent_stragglers():
+    hot, calm = Slowdown((1.0, 3.0), (0.4, 0.6)), Slowdown()
+    c = cluster([hot, calm] * 5, gpus=2)
+    jobs = tuple(TraceJob(f"j{i}", float(200 * i), 2, 2000, 100.0, 10.0) for i in range(60))
+    runs = {
+        k: simulate(c, Workload(jobs, "w", {}), method="greedy", knowledge=k, dynamics="static", seed=1)
+        for k in ("oracle", "oblivious")
+    }
+    assert runs["oracle"].summary["avg_jct_s"] < runs["oblivious"].summary["avg_jct_s"]
+
+
+def test_bad_configurations_are_refused_with_every_problem():
+    from placement.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError) as e:
+        SimConfig(knowledge="psychic", dynamics="chaos", decision_time_limit_s=float("nan"))
+    assert len(e.value.problems) == 3
+    c = cluster([Slowdown()] * 2)
+    with pytest.raises(InvalidInputError, match="needs 8 GPUs; the cluster has 2"):
+        simulate(c, one_job(8, 10), dynamics="none")
