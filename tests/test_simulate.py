@@ -182,3 +182,27 @@ def test_bad_configurations_are_refused_with_every_problem():
     c = cluster([Slowdown()] * 2)
     with pytest.raises(InvalidInputError, match="needs 8 GPUs; the cluster has 2"):
         simulate(c, one_job(8, 10), dynamics="none")
+
+
+def test_replay_dynamics_are_followed_exactly(tmp_path):
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n100,s0,2.0\n200,s0,1.0\n")
+    c = cluster([Slowdown()])
+    r = simulate(c, one_job(1, 3000), dynamics="replay", replay_path=str(p))
+    # 1000 iterations by t=100, 500 more at half speed by t=200, the last 1500 take 150 s
+    assert r.jobs[0]["jct_s"] == pytest.approx(350.0, rel=1e-12)
+    assert r.jobs[0]["straggled_iterations"] == pytest.approx(500.0, rel=1e-9)
+
+
+def test_replanning_moves_a_job_off_a_server_found_slow(tmp_path):
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
+    c = cluster([Slowdown()] * 3)
+    w = one_job(2, 20_000, gradient_mb=1.0)
+    still = simulate(c, w, method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p),
+                     estimate_every_s=60.0)
+    moved = simulate(c, w, method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p),
+                     estimate_every_s=60.0, replan_every_s=120.0, restart_s=30.0)
+    assert still.summary["migrations"] == 0 and moved.summary["migrations"] == 1
+    assert "s0" in still.jobs[0]["placement"] and "s0" not in moved.jobs[0]["placement"]
+    assert moved.jobs[0]["jct_s"] < still.jobs[0]["jct_s"]

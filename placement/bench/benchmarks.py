@@ -5,6 +5,7 @@
     python -m placement.bench exact pod256         # exact methods: time to proof or gap at the limit
     python -m placement.bench replan               # re-planning on 2,048 GPUs, 5% of servers changed
     python -m placement.bench reductions library/medium/calm pod256   # MILP with/without pruning, classes
+    python -m placement.bench simulate             # the simulator on ElasticFlow cluster04: speed and scaling
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -28,7 +29,7 @@ from placement.instances import resolve_instance
 from placement.instances.generate import generate
 from placement.methods.exact import run_exact
 from placement.methods.greedy import greedy
-from placement.model.records import Slowdown, Solution
+from placement.model.records import Instance, Slowdown, Solution
 from placement.solving.driver import moved_workers, solve
 from placement.solving.options import Options
 from placement.solving.registry import REGISTRY
@@ -220,6 +221,62 @@ def bench_reductions(instances: list[str], time_limit: float, backend: str = "hi
             )
 
 
+def bench_simulate(full: bool = True, auto_jobs: int = 1000) -> None:
+    """The simulator on the ElasticFlow cluster04 trace (15,802 jobs over two months) with
+    ``markov`` dynamics and oracle knowledge: ``greedy`` on the whole trace on 1,024 GPUs; how
+    the cost grows with jobs and with servers; the per-decision cost of ``auto``."""
+    from placement.simulation.engine import simulate
+    from placement.simulation.workload import read_trace
+
+    def fleet(racks: int) -> Instance:
+        return generate(
+            racks=racks,
+            servers_per_rack=8,
+            gpus_per_server=8,
+            regime="hot",
+            hot_fraction=0.2,
+            jobs=1,
+            seed=7,
+            name=f"sim{racks * 64}",
+        )
+
+    def one(cluster: Instance, jobs: int | None, method: str = "greedy", limit: float = 1.0) -> dict[str, float]:
+        total = sum(s.free_gpus for s in cluster.servers)
+        w = read_trace("elasticflow-cluster04", max_jobs=jobs, max_workers=total, drop_wider=True)
+        t = time.perf_counter()
+        s = simulate(
+            cluster, w, method=method, knowledge="oracle", dynamics="markov", decision_time_limit_s=limit
+        ).summary
+        return {
+            "jobs": len(w.jobs),
+            "wall": time.perf_counter() - t,
+            "decisions": s["decisions"],
+            "p50": s["decision_time_p50_s"],
+            "p99": s["decision_time_p99_s"],
+            "util": s["gpu_utilization"],
+        }
+
+    c1024 = fleet(16)
+    print(f"{'what':34s} {'jobs':>6s} {'GPUs':>5s} {'wall s':>8s} {'decisions':>9s} {'per decision p50/p99 ms':>24s}")
+
+    def show(what: str, gpus: int, r: dict[str, float]) -> None:
+        print(
+            f"{what:34s} {r['jobs']:6.0f} {gpus:5d} {r['wall']:8.1f} {r['decisions']:9.0f} "
+            f"{1000 * r['p50']:11.2f} / {1000 * r['p99']:.2f}"
+        )
+
+    if full:
+        show("greedy, whole trace", 1024, one(c1024, None))
+    for n in (1000, 2000, 4000, 8000):
+        show(f"greedy, first {n} jobs", 1024, one(c1024, n))
+    for racks in (4, 8, 32):
+        show(f"greedy, first 4000 jobs, {racks * 8} servers", racks * 64, one(fleet(racks), 4000))
+    r = one(c1024, auto_jobs, "auto", 1.0)
+    show(f"auto (1 s limit), first {auto_jobs} jobs", 1024, r)
+    per_job = r["wall"] / r["jobs"]
+    print(f"auto: {per_job:.3f} s of wall time per job: about {600 / per_job:,.0f} jobs of this trace in 10 minutes")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -240,7 +297,13 @@ def main(argv: list[str] | None = None) -> None:
     rd.add_argument("instances", nargs="+")
     rd.add_argument("--time-limit", type=float, default=10.0)
     rd.add_argument("--backend", choices=("highs", "cbc"), default="highs")
+    sm = sub.add_parser("simulate")
+    sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
+    sm.add_argument("--auto-jobs", type=int, default=1000)
     a = ap.parse_args(argv)
+    if a.what == "simulate":
+        bench_simulate(not a.no_full, a.auto_jobs)
+        return
     if a.what == "reductions":
         bench_reductions(a.instances, a.time_limit, a.backend)
         return

@@ -255,6 +255,36 @@ def inflation_table(
     return out
 
 
+def mean_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Markdown rows: each (method, knowledge, dynamics) averaged over its seeds."""
+    infl = {r["label"]: r for r in inflation_table(rows)}
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("status") == "finished":
+            groups.setdefault((r["method"], r["knowledge"], r["dynamics"]), []).append(r)
+
+    def mean(xs: list[Any]) -> float | None:
+        xs = [x for x in xs if x is not None]
+        return sum(xs) / len(xs) if xs else None
+
+    out = [
+        "| method | knowledge | dynamics | seeds | mean JCT | p99 JCT | mean queue | GPU util | mean slowdown | "
+        "straggled iters | inflation | share removed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (m, k, d), rs in groups.items():
+        share = mean([infl.get(r["label"], {}).get("share_removed") for r in rs])
+        out.append(
+            f"| {m} | {k} | {d} | {len(rs)} | {_fmt(mean([r['avg_jct_s'] for r in rs]), 0)} | "
+            f"{_fmt(mean([r['p99_jct_s'] for r in rs]), 0)} | {_fmt(mean([r['avg_queue_s'] for r in rs]), 0)} | "
+            f"{100 * (mean([r['gpu_utilization'] for r in rs]) or 0):.1f}% | {mean([r['avg_slowdown'] for r in rs]):.4f} | "
+            f"{100 * (mean([r['straggled_iteration_fraction'] for r in rs]) or 0):.1f}% | "
+            f"{_fmt(mean([infl.get(r['label'], {}).get('inflation_s') for r in rs]), 0)} | "
+            f"{'-' if share is None else f'{100 * share:.1f}%'} |"
+        )
+    return out
+
+
 def _fmt(x: Any, nd: int = 1) -> str:
     if x is None:
         return "-"
@@ -301,7 +331,16 @@ def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> None:
             f"{'-' if share is None else f'{100 * share:.1f}%'} | "
             f"{r['decision_time_p50_s'] * 1000:.1f} ms / {r['decision_time_max_s']:.2f} s |"
         )
-    lines += ["", "![JCT CDF](jct_cdf.png)", "![queue and utilisation](timeline.png)", ""]
+    lines += [
+        "",
+        "Mean over seeds:",
+        "",
+        *mean_table(rows),
+        "",
+        "![JCT CDF](jct_cdf.png)",
+        "![queue and utilisation](timeline.png)",
+        "",
+    ]
     (out / "report.md").write_text("\n".join(lines))
     _plots([r for r in rows if r.get("status") == "finished"], out)
 

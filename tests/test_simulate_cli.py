@@ -1,0 +1,89 @@
+"""`placement simulate`: a sweep through the CLI (isolated processes, resumable), its files,
+and bad input refused with exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from placement.cli.main import cli
+from placement.simulation.engine import SUMMARY_FIELDS
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def trace(tmp_path):
+    p = tmp_path / "trace.csv"
+    rows = ["submit_s,workers,iterations,model"] + [f"{10 * i},{1 + i % 4},{500 + 37 * i},resnet50" for i in range(30)]
+    p.write_text("\n".join(rows) + "\n")
+    return p
+
+
+def test_a_sweep_writes_every_file_and_resumes(trace, tmp_path):
+    out = tmp_path / "sim"
+    args = ("simulate", "tiny", "--trace", str(trace), "-m", "greedy,first_fit", "--knowledge", "oracle,oblivious",
+            "--dynamics", "static", "--seeds", "0", "-o", str(out))
+    r = run(*args)
+    assert r.exit_code == 0, r.output
+    summary = json.loads((out / "summary.json").read_text())
+    # 2 methods x 2 knowledge under static, plus each method's straggler-free reference
+    assert len(summary) == 6 and all(s["status"] == "finished" for s in summary)
+    for s in summary:
+        assert set(SUMMARY_FIELDS) <= set(s) and s["jobs_finished"] == 30
+        assert (out / "jobs" / f"{s['label']}.csv").exists() and (out / "timeline" / f"{s['label']}.csv").exists()
+    for f in ("report.md", "jct_cdf.png", "timeline.png", "runs.jsonl"):
+        assert (out / f).exists()
+    assert "share removed" in (out / "report.md").read_text()
+    again = run(*args)
+    assert again.exit_code == 0 and "6 configurations (6 already in" in again.stderr
+    assert len((out / "runs.jsonl").read_text().splitlines()) == 6
+
+
+def test_one_configuration_runs_here_and_is_deterministic(trace, tmp_path):
+    docs = []
+    for name in ("a", "b"):
+        r = run("simulate", "tiny", "--trace", str(trace), "--dynamics", "markov", "--episode-median-s", "60",
+                "--no-reference", "--seeds", "4", "-o", str(tmp_path / name))
+        assert r.exit_code == 0, r.output
+        docs.append(json.loads((tmp_path / name / "summary.json").read_text()))
+    strip = [[{k: v for k, v in s.items() if "time" not in k and k != "wall_s"} for s in d] for d in docs]
+    assert strip[0] == strip[1] and len(strip[0]) == 1
+
+
+def test_bad_trace_rows_are_refused_with_their_row_numbers(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("submit_s,workers,iterations\n0,2,100\nnan,1,100\n5,-3,100\n7,1,zero\n")
+    r = run("simulate", "tiny", "--trace", str(p), "-o", str(tmp_path / "o"))
+    assert r.exit_code == 2
+    for line in ("row 3", "row 4", "row 5"):
+        assert line in r.stderr
+    assert "Traceback" not in r.output and not (tmp_path / "o" / "summary.json").exists()
+
+
+def test_a_job_wider_than_the_cluster_is_named(tmp_path):
+    p = tmp_path / "wide.csv"
+    p.write_text("id,submit_s,workers,iterations\nsmall,0,2,100\nhuge,5,4096,100\n")
+    r = run("simulate", "tiny", "--trace", str(p), "-o", str(tmp_path / "o"))
+    assert r.exit_code == 2 and "'huge'" in r.stderr and "4096" in r.stderr
+    ok = run("simulate", "tiny", "--trace", str(p), "--drop-wider", "--no-reference", "-o", str(tmp_path / "o2"))
+    assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (("--knowledge", "psychic"), "--knowledge"),
+        (("--dynamics", "replay"), "replay"),
+        (("--seeds", "x"), "--seeds"),
+        (("-m", "no_such_method"), "unknown method"),
+        (("--replan-every-s", "60", "-m", "greedy"), "re-planning"),
+    ],
+)
+def test_bad_options_exit_2(trace, tmp_path, extra, message):
+    r = run("simulate", "tiny", "--trace", str(trace), "-o", str(tmp_path / "o"), *extra)
+    assert r.exit_code == 2 and message in r.stderr, r.output
