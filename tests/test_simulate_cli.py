@@ -87,3 +87,19 @@ def test_a_job_wider_than_the_cluster_is_named(tmp_path):
 def test_bad_options_exit_2(trace, tmp_path, extra, message):
     r = run("simulate", "tiny", "--trace", str(trace), "-o", str(tmp_path / "o"), *extra)
     assert r.exit_code == 2 and message in r.stderr, r.output
+
+
+def test_the_estimated_runs_logs_feed_placement_estimate(tmp_path):
+    p = tmp_path / "trace.csv"
+    p.write_text("submit_s,workers,iterations\n" + "".join(f"{60 * i},{2 + i % 3},4000\n" for i in range(20)))
+    out = tmp_path / "sim"
+    r = run("simulate", "tiny", "--trace", str(p), "--knowledge", "estimated", "--dynamics", "static",
+            "--estimate-every-s", "60", "--no-reference", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    (log,) = (out / "logs").glob("*.csv")
+    from placement.estimate import read_iteration_log
+
+    data = read_iteration_log(log)
+    assert len(data.duration) > 0 and set(data.server) <= {f"s{i}" for i in range(10)}
+    est = run("estimate", "tiny", "--logs", str(log), "-o", str(tmp_path / "est.json"))
+    assert est.exit_code == 0, est.output

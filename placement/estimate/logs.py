@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +29,7 @@ __all__ = [
     "ratios",
     "ServerEstimate",
     "estimate_from_logs",
+    "estimate_from_ratios",
     "HALF_LIFE",
     "PRIOR_STRENGTH",
     "SHAPE_STRENGTH",
@@ -188,20 +189,51 @@ def estimate_from_logs(
 
     ``half_life`` is in the log's iteration units; ``prior_strength`` and
     ``shape_strength`` are the pseudo-counts of the Beta and Dirichlet priors."""
+    job, server, it, r = ratios(log)
+    return estimate_from_ratios(
+        job,
+        server,
+        it,
+        r,
+        half_life=half_life,
+        prior_strength=prior_strength,
+        shape_strength=shape_strength,
+        servers=servers,
+    )
+
+
+def estimate_from_ratios(
+    job: np.ndarray,
+    server: np.ndarray,
+    it: np.ndarray,
+    r: np.ndarray,
+    *,
+    half_life: float = HALF_LIFE,
+    prior_strength: float = PRIOR_STRENGTH,
+    shape_strength: float = SHAPE_STRENGTH,
+    servers: Iterable[Any] = (),
+) -> tuple[dict[Any, ServerEstimate], Slowdown]:
+    """:func:`estimate_from_logs` from ratios already computed (:func:`ratios`): for a
+    caller that observes whole iterations at once, such as the simulator."""
     if not half_life > 0 or not prior_strength > 0 or not shape_strength > 0:
         raise ValueError("half_life, prior_strength and shape_strength must be > 0")
-    job, server, it, r = ratios(log)
     b = bin_index(r)
     nb = len(BIN_EDGES) + 1
     values = bin_values(r, b)
     # recency: age in iterations of the server's own job
-    last: defaultdict[str, int] = defaultdict(int)
-    for j, t in zip(job, it):
-        last[j] = max(last[j], int(t))
-    age = np.array([last[j] - t for j, t in zip(job, it)], dtype=float)
+    if len(job):
+        _, j_inv = np.unique(job, return_inverse=True)
+        last = np.full(int(j_inv.max()) + 1, -np.inf)
+        np.maximum.at(last, j_inv, np.trunc(np.asarray(it, dtype=float)))
+        age = last[j_inv] - np.asarray(it, dtype=float)
+    else:
+        age = np.zeros(0)
     w = 0.5 ** (age / half_life)
-    srv_ids = list(dict.fromkeys(list(server) + list(servers)))
-    per = {s: np.flatnonzero(server == s) for s in dict.fromkeys(server)}
+    srv_ids = list(dict.fromkeys(server.tolist() + list(servers)))
+    uniq_s, s_inv = np.unique(server, return_inverse=True)
+    order = np.argsort(s_inv, kind="stable")
+    per_sorted = dict(zip(uniq_s.tolist(), np.split(order, np.cumsum(np.bincount(s_inv))[:-1]) if len(order) else []))
+    per = {s: per_sorted[s] for s in dict.fromkeys(server.tolist())}
     rates = [float((b[ix] > 0).mean()) for ix in per.values()]
     fleet_rate = float(np.mean(rates)) if rates else 0.0
     fleet_shape = np.bincount(b[b > 0], minlength=nb)[1:].astype(float)
@@ -217,7 +249,7 @@ def estimate_from_logs(
         return Slowdown(tuple(float(round(x, 4)) for x in v), tuple(float(x) for x in q))
 
     fleet = dist(fleet_rate, fleet_shape)
-    out: dict[str, ServerEstimate] = {}
+    out: dict[Any, ServerEstimate] = {}
     for s in srv_ids:
         ix = per.get(s, np.zeros(0, dtype=np.int64))
         ws, bs = w[ix], b[ix]
@@ -226,5 +258,5 @@ def estimate_from_logs(
         p = (k_eff + a0) / (n_eff + a0 + b0) if (n_eff + a0 + b0) > 0 else fleet_rate
         counts = np.bincount(bs[bs > 0], weights=ws[bs > 0], minlength=nb)[1:]
         shape = (counts + shape_strength * fleet_shape) / (counts.sum() + shape_strength)
-        out[s] = ServerEstimate(s, len(ix), n_eff, float(p), dist(float(p), shape))
+        out[s] = ServerEstimate(str(s), len(ix), n_eff, float(p), dist(float(p), shape))
     return out, fleet

@@ -17,18 +17,21 @@ simulator also checks at every decision that no server holds more workers than G
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import heapq
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from placement.errors import InvalidInputError, PlacementError
-from placement.estimate.logs import LogData, estimate_from_logs
+from placement.estimate.logs import estimate_from_ratios
 from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
@@ -68,6 +71,7 @@ SUMMARY_FIELDS = (
     "decision_time_max_s",
     "wall_s",
 )
+_LOG_KEYS = ("job", "worker", "server", "iteration", "duration", "ratio")
 LOG_NOISE = 0.02
 """Multiplicative jitter (log-scale standard deviation) of the per-worker times the simulator
 logs for the estimator: measured iteration times are never exact."""
@@ -156,7 +160,7 @@ class SimResult:
     """Each server's expected slowdown as the scheduler believed it at the end."""
     iteration_log: dict[str, list[Any]] = field(default_factory=dict)
     """``knowledge="estimated"``: the per-worker iteration log rows still in the estimator's
-    window (``job, server, iteration, duration, time``)."""
+    window (``job, worker, server, iteration, duration, ratio``)."""
 
 
 @dataclass
@@ -183,11 +187,17 @@ _COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND = range(6)
 
 class _Simulation:
     def __init__(
-        self, cluster: Instance, workload: Workload, cfg: SimConfig, progress: Callable[[float, int, int], None] | None
+        self,
+        cluster: Instance,
+        workload: Workload,
+        cfg: SimConfig,
+        progress: Callable[[float, int, int], None] | None,
+        log_path: str | None = None,
     ) -> None:
         self.cluster = cluster
         self.cfg = cfg
         self.jobs = list(workload.jobs)
+        self.job_code = {j.id: k for k, j in enumerate(self.jobs)}
         self.progress_cb = progress
         total = int(sum(s.free_gpus for s in cluster.servers))
         too_wide = [j for j in self.jobs if j.workers > total]
@@ -223,7 +233,14 @@ class _Simulation:
         # what the scheduler believes
         self.believed = self._believed_servers(None)
         self.template: Instance | None = None
-        self.log: dict[str, list[Any]] = {"job": [], "server": [], "iteration": [], "duration": [], "time": []}
+        self.stale = False
+        self.log_chunks: deque[tuple[float, dict[str, np.ndarray]]] = deque()
+        self.log_file: Any = None
+        if cfg.knowledge == "estimated" and log_path is not None:
+            Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+            self.log_file = open(log_path, "w", newline="")  # noqa: SIM115 - closed when run() ends
+            self.log_writer = csv.writer(self.log_file)
+            self.log_writer.writerow(["job", "worker", "server", "iteration", "duration", "time_s"])
 
     # ------------------------------------------------------------ events
     def push(self, t: float, kind: int, data: Any = None) -> None:
@@ -231,6 +248,13 @@ class _Simulation:
         heapq.heappush(self.heap, (t, kind, self.seq, data))
 
     def run(self) -> SimResult:
+        try:
+            return self._run()
+        finally:
+            if self.log_file is not None:
+                self.log_file.close()
+
+    def _run(self) -> SimResult:
         wall0 = time.perf_counter()
         for j in self.jobs:
             self.push(j.submit_s, _ARRIVAL, j)
@@ -264,7 +288,7 @@ class _Simulation:
                 self.queue.append(data)
                 dirty = True
             elif kind == _ESTIMATE:
-                self._refit()
+                self._observe()
                 if pending_jobs:
                     self.push(t + self.cfg.estimate_every_s, _ESTIMATE)
             elif kind == _REPLAN:
@@ -399,6 +423,8 @@ class _Simulation:
         return tuple(dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers)
 
     def _decision_instance(self, jobs: Sequence[TraceJob], free: np.ndarray) -> Instance:
+        if self.stale:
+            self._refit()
         servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.believed))
         scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
         inst = Instance(
@@ -516,41 +542,66 @@ class _Simulation:
     # -------------------------------------------------- proactive loop
     def _log_iterations(self) -> None:
         """One logged iteration of every running multi-worker job: each worker's time under
-        the current slowdowns, with a little measurement noise."""
-        lg = self.log
+        the current slowdowns, with a little measurement noise, and its ratio to the job's
+        median worker (what the estimator bins)."""
+        rows: dict[str, list[Any]] = {k: [] for k in _LOG_KEYS}
         for r in self.running.values():
             if r.tj.workers < 2:
                 continue
-            it = int(r.progress)
-            for sp, a in zip(r.sps, r.a):
-                for _ in range(r.alloc[int(sp)]):
-                    lg["job"].append(r.tj.id)
-                    lg["server"].append(self.server_ids[int(sp)])
-                    lg["iteration"].append(it)
-                    lg["duration"].append(float(a * self.S[sp] * math.exp(LOG_NOISE * self.rng.standard_normal())))
-                    lg["time"].append(self.now)
+            counts = np.array([r.alloc[int(sp)] for sp in r.sps])
+            sps = np.repeat(r.sps, counts)
+            d = np.repeat(r.a, counts) * self.S[sps] * np.exp(LOG_NOISE * self.rng.standard_normal(len(sps)))
+            rows["job"] += [self.job_code[r.tj.id]] * len(sps)
+            rows["worker"] += list(range(len(sps)))
+            rows["server"] += sps.tolist()
+            rows["iteration"] += [int(r.progress)] * len(sps)
+            rows["duration"] += d.tolist()
+            rows["ratio"] += (d / float(np.median(d))).tolist()
+        if not rows["job"]:
+            return
+        self.log_chunks.append((self.now, {k: np.asarray(v) for k, v in rows.items()}))
+        if self.log_file is not None:
+            self.log_writer.writerows(
+                zip(
+                    [self.jobs[j].id for j in rows["job"]],
+                    rows["worker"],
+                    [self.server_ids[sp] for sp in rows["server"]],
+                    rows["iteration"],
+                    rows["duration"],
+                    [self.now] * len(rows["job"]),
+                )
+            )
+
+    def _observe(self) -> None:
+        """An estimate tick: log what the running jobs show now, drop what fell out of the
+        window; the refit itself waits for the next decision that needs it (the same
+        estimates, computed only when used)."""
+        self._log_iterations()
+        while self.log_chunks and self.log_chunks[0][0] < self.now - self.cfg.estimate_window_s:
+            self.log_chunks.popleft()
+        self.stale = bool(self.log_chunks)
 
     def _refit(self) -> None:
-        self._log_iterations()
-        lg = self.log
-        if lg["time"] and lg["time"][0] < self.now - self.cfg.estimate_window_s:
-            cut = int(np.searchsorted(np.asarray(lg["time"]), self.now - self.cfg.estimate_window_s, side="left"))
-            for k in lg:
-                del lg[k][:cut]
-        if not lg["job"]:
-            return
-        data = LogData(
-            np.asarray(lg["job"]),
-            np.asarray(lg["server"]),
-            np.asarray(lg["iteration"], dtype=float),
-            np.asarray(lg["duration"]),
-        )
-        est, _ = estimate_from_logs(data, servers=self.server_ids)
-        self.believed = self._believed_servers({s: e.slowdown for s, e in est.items()})
+        self.stale = False
+        lg = self._window()
+        est, _ = estimate_from_ratios(lg["job"], lg["server"], lg["iteration"], lg["ratio"], servers=range(self.n))
+        self.believed = self._believed_servers({self.server_ids[sp]: e.slowdown for sp, e in est.items()})
         self.template = None
+
+    def _named_window(self) -> dict[str, list[Any]]:
+        lg: dict[str, list[Any]] = {k: v.tolist() for k, v in self._window().items()}
+        lg["job"] = [self.jobs[j].id for j in lg["job"]]
+        lg["server"] = [self.server_ids[sp] for sp in lg["server"]]
+        return lg
+
+    def _window(self) -> dict[str, np.ndarray]:
+        """The log rows in the estimator's window, as arrays."""
+        return {k: np.concatenate([c[k] for _, c in self.log_chunks]) for k in _LOG_KEYS}
 
     # ----------------------------------------------------------- result
     def _result(self, wall: float) -> SimResult:
+        if self.stale:
+            self._refit()
         rows = sorted(self.done, key=lambda r: (r["submit_s"], r["job"]))
         jct = np.array([r["jct_s"] for r in rows])
         qd = np.array([r["queue_s"] for r in rows])
@@ -596,7 +647,7 @@ class _Simulation:
             self.timeline,
             truth_start={sid: float(v) for sid, v in zip(self.server_ids, self.S0)},
             believed_mean={s.id: s.slowdown.mean() for s in self.believed},
-            iteration_log=self.log if self.cfg.knowledge == "estimated" else {},
+            iteration_log=self._named_window() if self.log_chunks else {},
         )
 
 
@@ -606,10 +657,14 @@ def simulate(
     config: SimConfig | None = None,
     *,
     progress: Callable[[float, int, int], None] | None = None,
+    log_path: str | None = None,
     **options: Any,
 ) -> SimResult:
     """Run one configuration (``config``, or :class:`SimConfig` keyword options) of the
     trace ``workload`` on ``cluster`` (a ``placement-instance/1``; its jobs are ignored).
+    With ``knowledge="estimated"`` and a ``log_path``, every per-worker iteration the
+    scheduler observed is written there (``job, worker, server, iteration, duration, time_s``:
+    what ``placement estimate --logs`` reads).
 
     >>> from placement.instances import load_bundled
     >>> from placement.simulation.workload import TraceJob, Workload
@@ -621,4 +676,4 @@ def simulate(
     cfg = config if config is not None else SimConfig(**options)
     if config is not None and options:
         cfg = dataclasses.replace(config, **options)
-    return _Simulation(cluster.replace(jobs=()), workload, cfg, progress).run()
+    return _Simulation(cluster.replace(jobs=()), workload, cfg, progress, log_path).run()

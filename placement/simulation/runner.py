@@ -129,7 +129,8 @@ def run_one(
     from placement.simulation.engine import simulate
 
     cluster, workload = load_inputs(run)
-    res = simulate(cluster, workload, SimConfig(**run.config), progress=progress)
+    log_path = str(Path(run.out_dir) / "logs" / f"{run.label}.csv") if run.out_dir else None
+    res = simulate(cluster, workload, SimConfig(**run.config), progress=progress, log_path=log_path)
     row = {
         "label": run.label,
         "status": "finished",
