@@ -355,8 +355,12 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
 
     if not rows:
         return
+    all_rows = rows
+    first_seed = min(r["seed"] for r in rows)
+    rows = [r for r in rows if r["seed"] == first_seed]  # one line per configuration in the curves
     cmap = plt.get_cmap("tab10")
-    fig, ax = plt.subplots(figsize=(8, 5))
+    wide = len(rows) > 8
+    fig, ax = plt.subplots(figsize=(12 if wide else 8, 5))
     for k, r in enumerate(rows):
         p = out / "jobs" / f"{r['label']}.csv"
         if not p.exists():
@@ -376,14 +380,17 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (s, log scale)")
     ax.set_ylabel("share of jobs finished within")
-    ax.set_title("JCT distribution per configuration")
+    ax.set_title(f"JCT distribution per configuration (seed {first_seed})")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    if wide:
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    else:
+        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out / "jct_cdf.png", dpi=110)
     plt.close(fig)
 
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    fig, (a1, a2) = plt.subplots(2, 1, figsize=(12 if wide else 8, 6), sharex=True)
     for k, r in enumerate(rows):
         p = out / "timeline" / f"{r['label']}.csv"
         if not p.exists():
@@ -397,10 +404,41 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     a1.set_ylabel("jobs queued")
     a2.set_ylabel("GPUs in use")
     a2.set_xlabel("simulated time (hours)")
-    a1.set_title("Queue and utilisation over time")
+    a1.set_title(f"Queue and utilisation over time (seed {first_seed})")
     a1.grid(True, alpha=0.3)
     a2.grid(True, alpha=0.3)
-    a1.legend(fontsize=7, loc="upper right")
+    if wide:
+        a1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        a1.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     fig.savefig(out / "timeline.png", dpi=110)
     plt.close(fig)
+
+    infl = inflation_table(all_rows)
+    keys = list(dict.fromkeys((r["method"], r["knowledge"]) for r in infl))
+    if keys and any(r["share_removed"] is not None for r in infl):
+        dyn = sorted({r["dynamics"] for r in infl})
+        fig, ax = plt.subplots(figsize=(9, 0.3 * len(keys) * len(dyn) + 1.8))
+        labels, vals = [], []
+        for d in dyn:
+            for m, k in keys:
+                xs = [
+                    r["share_removed"]
+                    for r in infl
+                    if (r["method"], r["knowledge"], r["dynamics"]) == (m, k, d) and r["share_removed"] is not None
+                ]
+                if xs:
+                    labels.append(f"{m} / {k}" + (f" / {d}" if len(dyn) > 1 else ""))
+                    vals.append(100 * sum(xs) / len(xs))
+        y = np.arange(len(vals))
+        ax.barh(y, vals, color=[cmap(0) if v >= 0 else cmap(3) for v in vals])
+        ax.set_yticks(y, labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlabel("share of oblivious consolidation's inflation removed (%, mean over seeds)")
+        ax.set_title("Inflation removed (negative: more inflation than oblivious consolidation)")
+        ax.grid(True, axis="x", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(out / "inflation.png", dpi=110)
+        plt.close(fig)
