@@ -542,6 +542,13 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 )
 @click.option("--queue", type=click.Choice(["fifo", "sjf"]), default="fifo", show_default=True)
 @click.option(
+    "--plan-by",
+    default="expected",
+    show_default=True,
+    help="Comma-separated: expected (E[T]), rate (steady rate 1/E[1/S]), duration (rate for jobs that outlive "
+    "several slow-state cycles).",
+)
+@click.option(
     "--decision-time-limit",
     type=click.FloatRange(min=0, min_open=True, max=3600),
     default=1.0,
@@ -630,6 +637,7 @@ def simulate(
     replay_path: str | None,
     episode_median_s: float,
     queue: str,
+    plan_by: str,
     decision_time_limit: float,
     round_s: float | None,
     estimate_every_s: float,
@@ -694,6 +702,8 @@ def simulate(
         "restart_s": restart_s,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
     }
+    from placement.simulation.engine import PLAN_BY
+
     runs = plan_runs(
         cluster,
         trace,
@@ -703,6 +713,7 @@ def simulate(
         dynamics=dyn,
         seeds=seed_list,
         common=common,
+        plan_by=_csv_list(plan_by, "plan-by", PLAN_BY),
         reference=not no_reference,
         out_dir=str(out.resolve()),
     )
@@ -760,7 +771,7 @@ def _simulate_here(run: Any, runs: list[Any], out: Any, run_one: Any, write_outp
 def _simulation_table(rows: list[Any]) -> None:
     from rich.table import Table
 
-    from placement.simulation.runner import inflation_table
+    from placement.simulation.runner import inflation_table, knowledge_label
 
     infl = {r["label"]: r for r in inflation_table(rows)}
     t = Table(title="simulation (times in seconds)", show_edge=False, pad_edge=False)
@@ -798,7 +809,7 @@ def _simulation_table(rows: list[Any]) -> None:
         share = i.get("share_removed")
         t.add_row(
             r["method"],
-            r["knowledge"],
+            knowledge_label(r),
             r["dynamics"],
             str(r["seed"]),
             f"{r['jobs_finished']}/{r['jobs']}",

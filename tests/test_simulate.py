@@ -199,10 +199,38 @@ def test_replanning_moves_a_job_off_a_server_found_slow(tmp_path):
     p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
     c = cluster([Slowdown()] * 3)
     w = one_job(2, 20_000, gradient_mb=1.0)
-    still = simulate(c, w, method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p),
-                     estimate_every_s=60.0)
-    moved = simulate(c, w, method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p),
-                     estimate_every_s=60.0, replan_every_s=120.0, restart_s=30.0)
+    still = simulate(
+        c, w, method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p), estimate_every_s=60.0
+    )
+    moved = simulate(
+        c,
+        w,
+        method="local_search",
+        knowledge="estimated",
+        dynamics="replay",
+        replay_path=str(p),
+        estimate_every_s=60.0,
+        replan_every_s=120.0,
+        restart_s=30.0,
+    )
     assert still.summary["migrations"] == 0 and moved.summary["migrations"] == 1
     assert "s0" in still.jobs[0]["placement"] and "s0" not in moved.jobs[0]["placement"]
     assert moved.jobs[0]["jct_s"] < still.jobs[0]["jct_s"]
+
+
+def test_planning_by_steady_rates_picks_the_server_a_long_job_runs_faster_on():
+    # A: slow half of the time at 3x (E[S] = 2, steady rate 1/E[1/S] = 1.5); B: always 1.8x
+    c = cluster([Slowdown((1.0, 3.0), (0.5, 0.5)), Slowdown((1.8,), (1.0,))])
+    w = one_job(1, 2_000_000)  # 200,000 s: hundreds of 30-s-median episodes
+    runs = {
+        pb: simulate(c, w, method="greedy", dynamics="markov", episode_median_s=30.0, plan_by=pb, seed=1)
+        for pb in ("expected", "rate", "duration")
+    }
+    assert runs["expected"].jobs[0]["placement"] == "s1:1"
+    assert runs["rate"].jobs[0]["placement"] == "s0:1" and runs["duration"].jobs[0]["placement"] == "s0:1"
+    assert runs["rate"].jobs[0]["jct_s"] < runs["expected"].jobs[0]["jct_s"]
+    # a job too short to average over episodes keeps the E[T] view under "duration"
+    short = simulate(
+        c, one_job(1, 100), method="greedy", dynamics="markov", episode_median_s=30.0, plan_by="duration", seed=1
+    )
+    assert short.jobs[0]["placement"] == "s1:1"

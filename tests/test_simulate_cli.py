@@ -26,8 +26,22 @@ def trace(tmp_path):
 
 def test_a_sweep_writes_every_file_and_resumes(trace, tmp_path):
     out = tmp_path / "sim"
-    args = ("simulate", "tiny", "--trace", str(trace), "-m", "greedy,first_fit", "--knowledge", "oracle,oblivious",
-            "--dynamics", "static", "--seeds", "0", "-o", str(out))
+    args = (
+        "simulate",
+        "tiny",
+        "--trace",
+        str(trace),
+        "-m",
+        "greedy,first_fit",
+        "--knowledge",
+        "oracle,oblivious",
+        "--dynamics",
+        "static",
+        "--seeds",
+        "0",
+        "-o",
+        str(out),
+    )
     r = run(*args)
     assert r.exit_code == 0, r.output
     summary = json.loads((out / "summary.json").read_text())
@@ -47,8 +61,21 @@ def test_a_sweep_writes_every_file_and_resumes(trace, tmp_path):
 def test_one_configuration_runs_here_and_is_deterministic(trace, tmp_path):
     docs = []
     for name in ("a", "b"):
-        r = run("simulate", "tiny", "--trace", str(trace), "--dynamics", "markov", "--episode-median-s", "60",
-                "--no-reference", "--seeds", "4", "-o", str(tmp_path / name))
+        r = run(
+            "simulate",
+            "tiny",
+            "--trace",
+            str(trace),
+            "--dynamics",
+            "markov",
+            "--episode-median-s",
+            "60",
+            "--no-reference",
+            "--seeds",
+            "4",
+            "-o",
+            str(tmp_path / name),
+        )
         assert r.exit_code == 0, r.output
         docs.append(json.loads((tmp_path / name / "summary.json").read_text()))
     strip = [[{k: v for k, v in s.items() if "time" not in k and k != "wall_s"} for s in d] for d in docs]
@@ -93,8 +120,21 @@ def test_the_estimated_runs_logs_feed_placement_estimate(tmp_path):
     p = tmp_path / "trace.csv"
     p.write_text("submit_s,workers,iterations\n" + "".join(f"{60 * i},{2 + i % 3},4000\n" for i in range(20)))
     out = tmp_path / "sim"
-    r = run("simulate", "tiny", "--trace", str(p), "--knowledge", "estimated", "--dynamics", "static",
-            "--estimate-every-s", "60", "--no-reference", "-o", str(out))
+    r = run(
+        "simulate",
+        "tiny",
+        "--trace",
+        str(p),
+        "--knowledge",
+        "estimated",
+        "--dynamics",
+        "static",
+        "--estimate-every-s",
+        "60",
+        "--no-reference",
+        "-o",
+        str(out),
+    )
     assert r.exit_code == 0, r.output
     (log,) = (out / "logs").glob("*.csv")
     from placement.estimate import read_iteration_log

@@ -42,14 +42,29 @@ from placement.simulation.workload import TraceJob, Workload
 from placement.solving.driver import solve
 from placement.solving.registry import get_method
 
-__all__ = ["SimConfig", "SimResult", "simulate", "KNOWLEDGE", "QUEUES", "SimulationError", "SUMMARY_FIELDS"]
+__all__ = [
+    "SimConfig",
+    "SimResult",
+    "simulate",
+    "KNOWLEDGE",
+    "PLAN_BY",
+    "RATE_CYCLES",
+    "QUEUES",
+    "SimulationError",
+    "SUMMARY_FIELDS",
+]
 
 KNOWLEDGE = ("oracle", "estimated", "oblivious")
+PLAN_BY = ("expected", "rate", "duration")
+RATE_CYCLES = 3.0
+"""``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
+is planned at its servers' steady rates."""
 QUEUES = ("fifo", "sjf")
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
     "dynamics",
+    "plan_by",
     "queue",
     "seed",
     "jobs",
@@ -77,6 +92,30 @@ LOG_NOISE = 0.02
 logs for the estimator: measured iteration times are never exact."""
 
 
+def _low_share(d: Slowdown) -> float:
+    """Probability of a distribution's lowest value (the share of time out of episodes)."""
+    v, p = np.asarray(d.values), np.asarray(d.probs)
+    return float(p[v == v[p > 0].min()].sum())
+
+
+def _rate_points(servers: Sequence[Server], scen: Any) -> dict[str, Slowdown]:
+    """Each server's steady-rate slowdown ``1 / E[1/S]`` as a point distribution (servers
+    that never slow down left out); from the scenario table when there is one."""
+    out: dict[str, Slowdown] = {}
+    if scen is not None:
+        probs = np.asarray(scen.probs, dtype=float) / sum(scen.probs)
+        for sid, row in scen.slowdowns.items():
+            r = np.asarray(row, dtype=float)
+            if (r > 1.0).any():
+                out[sid] = Slowdown((float(1.0 / (probs @ (1.0 / r))),), (1.0,))
+        return out
+    for s in servers:
+        if not s.slowdown.is_trivial:
+            v, p = np.asarray(s.slowdown.values), np.asarray(s.slowdown.probs)
+            out[s.id] = Slowdown((float(1.0 / (p @ (1.0 / v))),), (1.0,))
+    return out
+
+
 class SimulationError(PlacementError):
     """The simulation broke an invariant (a bug, never an outcome of the input)."""
 
@@ -102,6 +141,12 @@ class SimConfig:
     """Most queued jobs offered to one decision (in queue order, skipping those wider than
     the free GPUs left by the jobs before them)."""
     objective: str = "weighted_expected_iteration_time"
+    plan_by: str = "expected"
+    """What a decision's expected iteration time is computed from: the slowdown
+    distributions (``expected``: ``E[T]``, right for a job that lives through one state);
+    each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives through
+    many short episodes runs at); or per job, the steady-rate points for jobs whose ideal
+    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, markov only)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
@@ -119,6 +164,8 @@ class SimConfig:
             problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
         if self.dynamics == "replay" and not self.replay_path:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
+        if self.plan_by not in PLAN_BY:
+            problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
         if self.queue not in QUEUES:
             problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
         for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
@@ -231,8 +278,8 @@ class _Simulation:
         self.migrations = 0
         self.busy_gpu_s = 0.0
         # what the scheduler believes
-        self.believed = self._believed_servers(None)
         self.template: Instance | None = None
+        self._set_believed(self._believed_servers(None))
         self.stale = False
         self.log_chunks: deque[tuple[float, dict[str, np.ndarray]]] = deque()
         self.log_file: Any = None
@@ -422,11 +469,44 @@ class _Simulation:
             return tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
         return tuple(dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers)
 
+    def _set_believed(self, servers: tuple[Server, ...]) -> None:
+        """What decisions see: ``servers``' distributions (``plan_by="expected"``), their
+        steady-rate points (``"rate"``), or the distributions with the steady-rate points as
+        long jobs' own estimates (``"duration"``)."""
+        scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
+        self.rate_view = _rate_points(servers, scen)
+        self.scen = scen
+        if self.cfg.plan_by == "rate":
+            servers = tuple(dataclasses.replace(s, slowdown=self.rate_view.get(s.id, s.slowdown)) for s in servers)
+            self.scen = None
+        self.believed = servers
+        self.cycle_s = math.inf
+        if self.cfg.plan_by == "duration" and self.cfg.dynamics == "markov" and self.rate_view:
+            e = self.truth.mean_episode
+            if scen is not None:
+                self.cycle_s = e
+            else:
+                # servers that alternate (a point distribution never changes state)
+                lows = [p for p in (_low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
+                self.cycle_s = float(np.mean([e / (1.0 - p) for p in lows])) if lows else math.inf
+        self.template = None
+
+    def _long(self, j: TraceJob) -> bool:
+        """Whether ``j`` lives through enough slow-state cycles to run at its steady rate."""
+        return j.iterations * j.compute_ms / 1000.0 >= RATE_CYCLES * self.cycle_s
+
+    def _overrides(self, j: TraceJob) -> dict[str, Any]:
+        if self.cfg.plan_by != "duration" or not self._long(j):
+            return {}
+        if self.scen is not None:
+            return {sid: (d.values[0],) * self.scen.count for sid, d in self.rate_view.items()}
+        return dict(self.rate_view)
+
     def _decision_instance(self, jobs: Sequence[TraceJob], free: np.ndarray) -> Instance:
         if self.stale:
             self._refit()
         servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.believed))
-        scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
+        scen = self.scen
         inst = Instance(
             name=f"{self.cluster.name}@{self.now:.0f}s",
             servers=servers,
@@ -439,6 +519,7 @@ class _Simulation:
                     iterations=j.iterations,
                     weight=j.weight,
                     gpu_speed=j.gpu_speed,
+                    slowdown=self._overrides(j),
                 )
                 for j in jobs
             ),
@@ -585,8 +666,7 @@ class _Simulation:
         self.stale = False
         lg = self._window()
         est, _ = estimate_from_ratios(lg["job"], lg["server"], lg["iteration"], lg["ratio"], servers=range(self.n))
-        self.believed = self._believed_servers({self.server_ids[sp]: e.slowdown for sp, e in est.items()})
-        self.template = None
+        self._set_believed(self._believed_servers({self.server_ids[sp]: e.slowdown for sp, e in est.items()}))
 
     def _named_window(self) -> dict[str, list[Any]]:
         lg: dict[str, list[Any]] = {k: v.tolist() for k, v in self._window().items()}
@@ -617,6 +697,7 @@ class _Simulation:
             "method": self.cfg.method,
             "knowledge": self.cfg.knowledge,
             "dynamics": self.cfg.dynamics,
+            "plan_by": self.cfg.plan_by,
             "queue": self.cfg.queue,
             "seed": self.cfg.seed,
             "jobs": len(self.jobs),

@@ -19,7 +19,16 @@ from typing import Any
 from placement.compare.harness import isolated, read_rows, run_all
 from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
 
-__all__ = ["SimRun", "plan_runs", "run_one", "isolated_sim", "simulate_sweep", "write_outputs", "JOB_FIELDS"]
+__all__ = [
+    "SimRun",
+    "plan_runs",
+    "run_one",
+    "isolated_sim",
+    "simulate_sweep",
+    "write_outputs",
+    "knowledge_label",
+    "JOB_FIELDS",
+]
 
 JOB_FIELDS = (
     "job",
@@ -59,7 +68,7 @@ class SimRun:
         return (
             (
                 f"{c.get('method', 'greedy')}-{c.get('knowledge', 'oracle')}-{c.get('dynamics', 'markov')}"
-                f"-seed{c.get('seed', 0)}"
+                f"{'' if c.get('plan_by', 'expected') == 'expected' else '-by-' + c['plan_by']}-seed{c.get('seed', 0)}"
             )
             .replace("/", "_")
             .replace(":", "_")
@@ -76,6 +85,7 @@ def plan_runs(
     dynamics: Sequence[str],
     seeds: Sequence[int],
     common: dict[str, Any],
+    plan_by: Sequence[str] = ("expected",),
     reference: bool = True,
     out_dir: str | None = None,
 ) -> list[SimRun]:
@@ -87,22 +97,25 @@ def plan_runs(
         for s in seeds:
             for d in dynamics:
                 for k in knowledge:
-                    runs.append(
-                        SimRun(
-                            cluster,
-                            trace,
-                            dict(trace_options),
-                            {**common, "method": m, "knowledge": k, "dynamics": d, "seed": s},
-                            out_dir,
-                        )
-                    )
+                    for pb in plan_by:
+                        # planning by steady rates changes nothing where nothing is known
+                        pb = "expected" if k == "oblivious" or d == "none" else pb
+                        config = {**common, "method": m, "knowledge": k, "dynamics": d, "seed": s, "plan_by": pb}
+                        runs.append(SimRun(cluster, trace, dict(trace_options), config, out_dir))
             if reference and "none" not in dynamics:
                 runs.append(
                     SimRun(
                         cluster,
                         trace,
                         dict(trace_options),
-                        {**common, "method": m, "knowledge": "oblivious", "dynamics": "none", "seed": s},
+                        {
+                            **common,
+                            "method": m,
+                            "knowledge": "oblivious",
+                            "dynamics": "none",
+                            "seed": s,
+                            "plan_by": "expected",
+                        },
                         out_dir,
                     )
                 )
@@ -245,7 +258,7 @@ def inflation_table(
             {
                 "label": r["label"],
                 "method": r["method"],
-                "knowledge": r["knowledge"],
+                "knowledge": knowledge_label(r),
                 "dynamics": r["dynamics"],
                 "seed": r["seed"],
                 "avg_jct_s": r["avg_jct_s"],
@@ -256,13 +269,19 @@ def inflation_table(
     return out
 
 
+def knowledge_label(r: dict[str, Any]) -> str:
+    """The knowledge column: with how the decisions used it when not by ``E[T]``."""
+    pb = r.get("plan_by", "expected")
+    return r["knowledge"] if pb in (None, "expected") else f"{r['knowledge']} (by {pb})"
+
+
 def mean_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown rows: each (method, knowledge, dynamics) averaged over its seeds."""
     infl = {r["label"]: r for r in inflation_table(rows)}
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in rows:
         if r.get("status") == "finished":
-            groups.setdefault((r["method"], r["knowledge"], r["dynamics"]), []).append(r)
+            groups.setdefault((r["method"], knowledge_label(r), r["dynamics"]), []).append(r)
 
     def mean(xs: list[Any]) -> float | None:
         xs = [x for x in xs if x is not None]
@@ -325,7 +344,7 @@ def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> None:
         i = infl.get(r["label"], {})
         share = i.get("share_removed")
         lines.append(
-            f"| {r['method']} | {r['knowledge']} | {r['dynamics']} | {r['seed']} | {r['jobs_finished']}/{r['jobs']} | "
+            f"| {r['method']} | {knowledge_label(r)} | {r['dynamics']} | {r['seed']} | {r['jobs_finished']}/{r['jobs']} | "
             f"{_fmt(r['avg_jct_s'])} | {_fmt(r['p50_jct_s'])} | {_fmt(r['p99_jct_s'])} | {_fmt(r['avg_queue_s'])} | "
             f"{_fmt(r['p99_queue_s'])} | {100 * r['gpu_utilization']:.1f}% | {r['avg_slowdown']:.4f} | "
             f"{100 * r['straggled_iteration_fraction']:.1f}% | {r['migrations']} | {_fmt(i.get('inflation_s'))} | "
