@@ -234,3 +234,12 @@ def test_planning_by_steady_rates_picks_the_server_a_long_job_runs_faster_on():
         c, one_job(1, 100), method="greedy", dynamics="markov", episode_median_s=30.0, plan_by="duration", seed=1
     )
     assert short.jobs[0]["placement"] == "s1:1"
+
+
+def test_a_job_that_can_never_be_placed_is_named_instead_of_waiting_forever():
+    from placement.errors import InvalidInputError
+
+    c = cluster([Slowdown((1.0, 2.0), (0.9, 0.1))] * 2)
+    w = Workload((TraceJob("h100-only", 0.0, 1, 10, 100.0, 1.0, gpu_speed={"H100": 1.0}),), "typed", {})
+    with pytest.raises(InvalidInputError, match="'h100-only'"):
+        simulate(c, w, method="greedy", dynamics="markov")

@@ -219,24 +219,16 @@ def compare(
         say(
             f"placement compare: --parallel {parallel} lowered to {limit}: threads x parallel runs stay within {cores} cores"
         )
-    show = sys.stderr.isatty() if progress is None else progress
-    with open(jsonl, "a") as sink:
-
-        def record(row: dict[str, Any]) -> None:
-            sink.write(json.dumps(row) + "\n")
-            sink.flush()
-
-        if todo:
-            run_all(
-                todo,
-                isolated_run,
-                parallel=p,
-                dask=dask,
-                record=record,
-                show=show,
-                grace_s=grace_s,
-                describe=lambda row: f"{row['method']} on {row['instance']}: {row['status']}",
-            )
+    run_into(
+        jsonl,
+        todo,
+        isolated_run,
+        parallel=p,
+        dask=dask,
+        show=sys.stderr.isatty() if progress is None else progress,
+        grace_s=grace_s,
+        describe=lambda row: f"{row['method']} on {row['instance']}: {row['status']}",
+    )
     keys = {r.key for r in runs}
     rows = [r for r in read_rows(jsonl) if _key(r) in keys]
     write_csv(rows, out / "runs.csv")
@@ -257,6 +249,20 @@ def _progress(total: int, show: bool) -> Any:
         transient=False,
     )
     return prog
+
+
+def run_into(jsonl: Path, todo: Sequence[Any], fn: Callable[..., dict[str, Any]], **kwargs: Any) -> None:
+    """:func:`run_all` appending every row to ``jsonl`` as it arrives (a sweep interrupted
+    there resumes from what it holds)."""
+    if not todo:
+        return
+    with open(jsonl, "a") as sink:
+
+        def record(row: dict[str, Any]) -> None:
+            sink.write(json.dumps(row) + "\n")
+            sink.flush()
+
+        run_all(todo, fn, record=record, **kwargs)
 
 
 def run_all(

@@ -313,6 +313,7 @@ class _Simulation:
         if self.cfg.round_s is not None:
             self.push(self.cfg.round_s, _ROUND)
         pending_jobs = len(self.jobs)
+        self.arrivals_left = len(self.jobs)
         dirty = False
         last_report = 0.0
         while self.heap:
@@ -333,6 +334,7 @@ class _Simulation:
                 self._push_next_change()
             elif kind == _ARRIVAL:
                 self.queue.append(data)
+                self.arrivals_left -= 1
                 dirty = True
             elif kind == _ESTIMATE:
                 self._observe()
@@ -350,6 +352,13 @@ class _Simulation:
             if nxt > t:
                 if dirty and self.cfg.round_s is None:
                     self._decide()
+                if self.queue and not self.running and not self.arrivals_left:
+                    stuck = ", ".join(f"{j.id!r} ({j.workers} GPUs)" for j in self.queue[:10])
+                    raise InvalidInputError(
+                        [
+                            f"{len(self.queue)} job(s) can never be placed on an idle cluster by {self.cfg.method}: {stuck}"
+                        ]
+                    )
                 dirty = False
                 self._record()
                 if self.progress_cb is not None and time.perf_counter() - last_report > 0.2:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from placement.compare.harness import isolated, read_rows, run_all
+from placement.compare.harness import isolated, read_rows, run_into
 from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
 
 __all__ = [
@@ -204,24 +204,16 @@ def simulate_sweep(
         f"placement simulate: {len(runs)} configurations ({len(runs) - len(todo)} already in {jsonl}), "
         f"{parallel} at a time on {'Dask at ' + dask if dask else 'this machine'}"
     )
-    show = sys.stderr.isatty() if progress is None else progress
-    with open(jsonl, "a") as sink:
-
-        def record(row: dict[str, Any]) -> None:
-            sink.write(json.dumps(row) + "\n")
-            sink.flush()
-
-        if todo:
-            run_all(
-                todo,
-                isolated_sim,
-                parallel=parallel,
-                dask=dask,
-                record=record,
-                show=show,
-                timeout_s=timeout_s,
-                describe=lambda row: f"{row['label']}: {row['status']}",
-            )
+    run_into(
+        jsonl,
+        todo,
+        isolated_sim,
+        parallel=parallel,
+        dask=dask,
+        show=sys.stderr.isatty() if progress is None else progress,
+        timeout_s=timeout_s,
+        describe=lambda row: f"{row['label']}: {row['status']}",
+    )
     labels = {r.label for r in runs}
     rows = [r for r in read_rows(jsonl) if r.get("label") in labels]
     latest = {r["label"]: r for r in rows}  # a re-run after a crash replaces the crashed row
