@@ -59,6 +59,29 @@ def _guard(fn: F) -> F:
     return inner  # type: ignore[return-value]
 
 
+def _check_output(output: str | None, *inputs: str | None, option: str = "--output") -> None:
+    """Refuse an output path that cannot be written, before any work: a folder, a missing or
+    read-only folder, or one of the command's input files (exit 2)."""
+    if not output:
+        return
+    from pathlib import Path
+
+    p = Path(output)
+    parent = p.parent if str(p.parent) else Path(".")
+    problems = []
+    if p.is_dir():
+        problems.append(f"{option} {output}: is a folder; give a file name")
+    elif not parent.is_dir():
+        problems.append(f"{option} {output}: the folder {str(parent)!r} does not exist")
+    elif not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        problems.append(f"{option} {output}: cannot write there (permission denied)")
+    for i in inputs:
+        if i and Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
+            problems.append(f"{option} {output}: is also an input of this command; it would be replaced")
+    if problems:
+        raise InvalidInputError(problems)
+
+
 def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
     """A JSON document to ``output`` (by rename: never half-written) or to stdout."""
     from placement.formats import write_json_atomic
@@ -191,6 +214,7 @@ def solve(
     from placement.formats import solution_to_dict
     from placement.instances import DEFAULT_INSTANCE
 
+    _check_output(output, instance, previous)
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
     prev = None
@@ -249,7 +273,12 @@ def validate(instance: str, solution: str | None) -> None:
 
     inst = placement.resolve_instance(instance)
     if solution is None:
+        from placement.evaluation.feasibility import infeasibility_reason
+
         click.echo(f"{inst.name}: valid instance ({len(inst.servers)} servers, {len(inst.jobs)} jobs)")
+        reason = infeasibility_reason(inst)
+        if reason is not None:
+            _err(f"warning: no placement places every job (admission 'all'): {reason}")
         return
     sol = _checked_solution(inst, solution)
     click.echo(f"{solution}: valid placement of {len(sol.assignment)} job(s) on {inst.name}")
@@ -402,6 +431,7 @@ def _generate_options(fn: F) -> F:
 @_guard
 def generate(output: str | None, **kw: Any) -> None:
     """Generate a seeded instance; its `source` records this command to reproduce it."""
+    _check_output(output)
     from placement.formats import instance_to_dict
     from placement.instances.generate import GeneratorSpec
     from placement.instances.generate import generate as gen
@@ -832,6 +862,7 @@ def _simulation_table(rows: list[Any]) -> None:
 def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: Any) -> None:
     """Build an instance on a Slurm topology.conf (tree format); servers, slowdowns and
     jobs come from the generator options."""
+    _check_output(output, topology_conf)
     from pathlib import Path
 
     from placement.formats import instance_to_dict
@@ -916,6 +947,7 @@ def estimate(
     output: str | None,
 ) -> None:
     """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
+    _check_output(output, instance, telemetry, demands, jobs_file, *logs, *pai)
     import numpy as np
 
     import placement

@@ -52,8 +52,18 @@ def resolve_instance(name_or_path: str | os.PathLike[str]) -> Instance:
     p = Path(name_or_path)
     if p.exists():
         return load_instance(p)
-    if str(name_or_path) in bundled_names():
+    names = bundled_names()
+    if str(name_or_path) in names:
         return load_bundled(str(name_or_path))
+    inside = [n for n in names if n.startswith(str(name_or_path).rstrip("/") + "/")]
+    if inside:
+        shown = ", ".join(inside[:8]) + (", ..." if len(inside) > 8 else "")
+        raise InstanceError(
+            [
+                f"{name_or_path!r} is a folder of {len(inside)} bundled instances ({shown}): name one, "
+                "or give the folder to placement compare"
+            ],
+        )
     if str(name_or_path).endswith(".json") or os.sep in str(name_or_path):
         return load_instance(p)  # says it cannot read the file
     return load_bundled(str(name_or_path))  # says which names are bundled

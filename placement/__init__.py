@@ -15,8 +15,6 @@ evaluation, solving, methods and formulations, tools) are described in the READM
 "Architecture" section.
 """
 
-from __future__ import annotations
-
 from placement.errors import (
     InstanceError,
     InvalidInputError,

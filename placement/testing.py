@@ -293,12 +293,16 @@ def _close(a: float, b: float) -> bool:
 def check_solution(instance: Instance, solution: Solution) -> None:
     """Assert that ``solution`` is an honest answer for ``instance``.
 
-    Its placement passes the validator; every reported number equals the evaluator's;
+    Status ``error`` (the method raised, or returned a placement the validator refused: the
+    violations are in the message) fails.  Its placement passes the validator; every reported
+    number equals the evaluator's;
     the bound does not exceed the objective; ``unplaced`` is exactly the jobs left out;
     ``infeasible`` is never claimed for an instance with a planted witness.
     Raises ``AssertionError`` naming what is wrong.
     """
     name = f"{solution.method} on {instance.name!r}"
+    # a method that failed, or returned a placement the validator refused, never passes
+    assert solution.status != Status.ERROR, f"{name}: status 'error': {solution.stats.get('message', '(no message)')}"
     witness: Mapping[str, Any] | None = instance.metadata.get("witness")
     if solution.status == Status.INFEASIBLE:
         assert not (witness is not None and len(witness) == len(instance.jobs) and not validate(instance, witness)), (

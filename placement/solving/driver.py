@@ -127,11 +127,11 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         return Solution(instance.name, method, status, None, None, {}, all_jobs, {}, stats)
 
     if out.assignment is None:
-        if out.infeasible:
-            return empty(Status.INFEASIBLE)
         reason = infeasibility_reason(instance)
-        if reason is not None:
-            stats["message"] = reason
+        if reason is not None:  # say why, whatever the method said
+            stats["message"] = reason + (f" ({out.message})" if out.message else "")
+            return empty(Status.INFEASIBLE)
+        if out.infeasible:
             return empty(Status.INFEASIBLE)
         return empty(Status.NO_SOLUTION)
     assignment = {j: {s: int(k) for s, k in a.items() if k > 0} for j, a in out.assignment.items()}

@@ -1,0 +1,124 @@
+"""The newcomer's path (issue "The newcomer's path"): what a user meets in the first hour."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import find
+from hypothesis.errors import NoSuchExample
+
+import placement
+from placement.cli.main import cli
+from placement.model import Instance, Job, Link, Server, Switch
+from placement.solving import Options, Outcome
+from placement.testing import check_solution, instances
+
+
+def broken_first_fit(instance: Instance, opts: Options) -> Outcome:
+    """A user's policy with a bug: first fit that ignores GPU types and allowed_servers."""
+    free = {s.id: s.free_gpus for s in instance.servers}
+    out: dict[str, dict[str, int]] = {}
+    for j in instance.jobs:
+        need, alloc = j.workers, {}
+        for sid in free:
+            k = min(free[sid], need)
+            if k:
+                alloc[sid], need = k, need - k
+                free[sid] -= k
+            if not need:
+                break
+        if need == 0:
+            out[j.id] = alloc
+    return Outcome(out)
+
+
+def test_a_policy_that_ignores_gpu_types_fails_check_solution_with_the_violation():
+    servers = (Server("v0", 4, "V100", 1200.0), Server("a0", 4, "A100", 2400.0))
+    inst = Instance(
+        "typed",
+        servers,
+        (Job("j", 2, 100.0, 10.0, gpu_speed={"A100": 1.0}),),
+        (Switch("t"),),
+        (Link("v0", "t", 100.0), Link("a0", "t", 100.0)),
+    )
+    sol = placement.solve(inst, "test_newcomer:broken_first_fit")
+    assert sol.status.value == "error"
+    with pytest.raises(AssertionError, match="cannot run on GPU type 'V100'"):
+        check_solution(inst, sol)
+
+
+def test_property_testing_finds_the_broken_policy():
+    def fails(inst: Instance) -> bool:
+        try:
+            check_solution(inst, placement.solve(inst, "test_newcomer:broken_first_fit"))
+        except AssertionError:
+            return True
+        return False
+
+    try:
+        find(instances(heterogeneous=True), fails)
+    except NoSuchExample:  # pragma: no cover - the assertion below says what went wrong
+        pytest.fail("200 generated instances did not catch a policy that ignores GPU types")
+
+
+def test_the_custom_policy_types_are_exported_and_no_future_import_leaks():
+    assert placement.Options is Options and placement.Outcome is Outcome
+    assert not hasattr(placement, "annotations")
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.fixture
+def too_big(tmp_path):
+    inst = placement.load_bundled("tiny")
+    total = sum(s.free_gpus for s in inst.servers)
+    big = inst.replace(jobs=(Job("huge", total + 6, 100.0, 10.0),))
+    p = tmp_path / "big.json"
+    placement.dump_instance(big, p)
+    return p, total
+
+
+def test_infeasible_says_which_job_and_by_how_much(too_big):
+    p, total = too_big
+    r = run("solve", str(p), "-q")
+    assert r.exit_code == 3
+    sol = placement.solve(placement.load_instance(p), "auto")
+    assert sol.status.value == "infeasible"
+    assert f"job 'huge' needs {total + 6} GPUs but at most {total}" in sol.stats["message"]
+    summary = run("solve", str(p))
+    assert f"needs {total + 6} GPUs" in summary.stderr
+    v = run("validate", str(p))
+    assert v.exit_code == 0 and "warning: no placement places every job" in v.stderr and "'huge'" in v.stderr
+
+
+@pytest.mark.parametrize("where", ["missing", "folder", "same"])
+def test_a_bad_output_path_is_refused_before_solving(tmp_path, where):
+    src = tmp_path / "tiny.json"
+    placement.dump_instance(placement.load_bundled("tiny"), src)
+    before = src.read_bytes()
+    out = {"missing": tmp_path / "nodir" / "x.json", "folder": tmp_path, "same": src}[where]
+    r = run("solve", str(src), "-o", str(out), "--time-limit", "30")
+    assert r.exit_code == 2 and "--output" in r.stderr and "Traceback" not in r.output
+    assert src.read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere: a read-only folder cannot be made here")
+def test_a_read_only_folder_is_refused(tmp_path):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    r = run("solve", "tiny", "-o", str(ro / "x.json"))
+    assert r.exit_code == 2 and "permission" in r.stderr
+
+
+def test_a_folder_of_bundled_instances_is_named_as_such():
+    r = run("solve", "library/medium", "-q")
+    assert r.exit_code == 2 and "folder of 8 bundled instances" in r.stderr and "library/medium/calm" in r.stderr
+    assert "no such file" not in r.stderr.lower()
+    doc = json.loads(run("solve", "library/medium/calm", "-m", "greedy", "-q").stdout)
+    assert doc["instance"] == "medium-calm"
