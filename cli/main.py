@@ -175,8 +175,14 @@ _EXIT = {
     show_default=True,
     help="Seconds for the whole command: loading and writing count; the solver gets the rest (at least 10%).",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every random choice.")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Solver threads (CP-SAT: interleaved search).",
+)
 @click.option(
     "-o",
     "--output",
@@ -288,7 +294,7 @@ def validate(instance: str, solution: str | None) -> None:
 @click.argument("instance")
 @click.argument("solution")
 @click.option("--monte-carlo", "samples", type=click.IntRange(min=2), default=None, help="Also simulate N iterations.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the Monte Carlo draws.")
 @_guard
 def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> None:
     """Recompute every figure of SOLUTION on INSTANCE with the exact evaluator (JSON on stdout)."""
@@ -321,7 +327,14 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="A table, or JSON for scripts.",
+)
 def methods(fmt: str) -> None:
     """List the methods in preference order, with their kind and availability."""
     from placement.solving.registry import REGISTRY
@@ -346,14 +359,30 @@ def _generate_options(fn: F) -> F:
 
     d = GeneratorSpec()
     opts = [
-        click.option("--topology", type=click.Choice(TOPOLOGIES), default=d.topology, show_default=True),
+        click.option(
+            "--topology",
+            type=click.Choice(TOPOLOGIES),
+            default=d.topology,
+            show_default=True,
+            help="leaf-spine: racks under one spine; multi-pod: pods of racks under a core.",
+        ),
         click.option("--pods", type=click.IntRange(min=1), default=d.pods, show_default=True, help="Pods (multi-pod)."),
         click.option(
             "--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."
         ),
-        click.option("--servers-per-rack", type=click.IntRange(min=1), default=d.servers_per_rack, show_default=True),
         click.option(
-            "--gpus-per-server", type=click.IntRange(min=1, max=4096), default=d.gpus_per_server, show_default=True
+            "--servers-per-rack",
+            type=click.IntRange(min=1),
+            default=d.servers_per_rack,
+            show_default=True,
+            help="Servers under each top-of-rack switch.",
+        ),
+        click.option(
+            "--gpus-per-server",
+            type=click.IntRange(min=1, max=4096),
+            default=d.gpus_per_server,
+            show_default=True,
+            help="GPUs in each server (ignored with --servers-from).",
         ),
         click.option(
             "--gpu-types",
@@ -361,15 +390,41 @@ def _generate_options(fn: F) -> F:
             show_default=True,
             help="Comma-separated, assigned to racks in turn (H100, A100, V100, T4).",
         ),
-        click.option("--nic-gbps", type=click.FloatRange(min=0, min_open=True), default=d.nic_gbps, show_default=True),
         click.option(
-            "--uplink-gbps", type=click.FloatRange(min=0, min_open=True), default=d.uplink_gbps, show_default=True
+            "--nic-gbps",
+            type=click.FloatRange(min=0, min_open=True),
+            default=d.nic_gbps,
+            show_default=True,
+            help="Server-to-rack-switch link bandwidth (Gbit/s).",
         ),
         click.option(
-            "--core-gbps", type=click.FloatRange(min=0, min_open=True), default=d.core_gbps, show_default=True
+            "--uplink-gbps",
+            type=click.FloatRange(min=0, min_open=True),
+            default=d.uplink_gbps,
+            show_default=True,
+            help="Rack-switch uplink bandwidth (Gbit/s).",
         ),
-        click.option("--regime", type=click.Choice(REGIMES), default=d.regime, show_default=True),
-        click.option("--hot-fraction", type=click.FloatRange(0, 1), default=d.hot_fraction, show_default=True),
+        click.option(
+            "--core-gbps",
+            type=click.FloatRange(min=0, min_open=True),
+            default=d.core_gbps,
+            show_default=True,
+            help="Pod-to-core bandwidth (multi-pod, Gbit/s).",
+        ),
+        click.option(
+            "--regime",
+            type=click.Choice(REGIMES),
+            default=d.regime,
+            show_default=True,
+            help="Slowdown distributions: calm, hot servers, heavy tails, correlated scenarios, PAI-calibrated.",
+        ),
+        click.option(
+            "--hot-fraction",
+            type=click.FloatRange(0, 1),
+            default=d.hot_fraction,
+            show_default=True,
+            help="Share of servers that straggle often (regime hot).",
+        ),
         click.option(
             "--scenarios",
             type=click.IntRange(min=1),
@@ -377,8 +432,14 @@ def _generate_options(fn: F) -> F:
             show_default=True,
             help="Scenario count (correlated).",
         ),
-        click.option("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True),
-        click.option("--job-mix", type=click.Choice(JOB_MIXES), default=d.job_mix, show_default=True),
+        click.option("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True, help="Jobs to generate."),
+        click.option(
+            "--job-mix",
+            type=click.Choice(JOB_MIXES),
+            default=d.job_mix,
+            show_default=True,
+            help="Gang sizes: ElasticFlow's distribution, mostly small, or mostly large.",
+        ),
         click.option(
             "--load",
             type=click.FloatRange(0, 4, min_open=True),
@@ -386,14 +447,32 @@ def _generate_options(fn: F) -> F:
             show_default=True,
             help="GPU demand / free GPUs (above 1 with best_effort).",
         ),
-        click.option("--used-fraction", type=click.FloatRange(0, 1), default=d.used_fraction, show_default=True),
-        click.option("--cpu-memory/--no-cpu-memory", default=d.cpu_memory, show_default=True),
-        click.option("--admission", type=click.Choice(["all", "best_effort"]), default=d.admission, show_default=True),
+        click.option(
+            "--used-fraction",
+            type=click.FloatRange(0, 1),
+            default=d.used_fraction,
+            show_default=True,
+            help="Share of GPUs already held by running jobs.",
+        ),
+        click.option(
+            "--cpu-memory/--no-cpu-memory",
+            default=d.cpu_memory,
+            show_default=True,
+            help="Give servers CPU and memory capacities and jobs per-worker demands.",
+        ),
+        click.option(
+            "--admission",
+            type=click.Choice(["all", "best_effort"]),
+            default=d.admission,
+            show_default=True,
+            help="all: every job must be placed; best_effort: most weight placed first.",
+        ),
         click.option(
             "--objective",
             type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]),
             default=d.objective,
             show_default=True,
+            help="Sum of weighted expected iteration times (ms) or of weighted expected JCTs (s).",
         ),
         click.option(
             "--servers-from",
@@ -407,9 +486,19 @@ def _generate_options(fn: F) -> F:
             default=d.jobs_from,
             help="Take the jobs submitted in a window of a real trace (at most --jobs).",
         ),
-        click.option("--window-start-s", type=float, default=d.window_start_s, show_default=True),
         click.option(
-            "--window-hours", type=click.FloatRange(min=0, min_open=True), default=d.window_hours, show_default=True
+            "--window-start-s",
+            type=float,
+            default=d.window_start_s,
+            show_default=True,
+            help="With --jobs-from: start of the trace window (s).",
+        ),
+        click.option(
+            "--window-hours",
+            type=click.FloatRange(min=0, min_open=True),
+            default=d.window_hours,
+            show_default=True,
+            help="With --jobs-from: length of the trace window.",
         ),
         click.option(
             "--prove-optimum/--no-prove-optimum",
@@ -417,7 +506,13 @@ def _generate_options(fn: F) -> F:
             show_default=True,
             help="Record the brute-force optimum in metadata (tiny instances).",
         ),
-        click.option("--seed", type=click.IntRange(min=0), default=d.seed, show_default=True),
+        click.option(
+            "--seed",
+            type=click.IntRange(min=0),
+            default=d.seed,
+            show_default=True,
+            help="Every random draw follows it.",
+        ),
         click.option("--name", default=d.name, help="Instance name (default: derived from the options)."),
     ]
     for o in reversed(opts):
@@ -469,6 +564,7 @@ def generate(output: str | None, **kw: Any) -> None:
 @click.option(
     "-o",
     "--out",
+    "--output",
     "out_dir",
     default="results/sweep",
     show_default=True,
@@ -570,7 +666,13 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
     show_default=True,
     help="Median length of a slow episode (markov).",
 )
-@click.option("--queue", type=click.Choice(["fifo", "sjf"]), default="fifo", show_default=True)
+@click.option(
+    "--queue",
+    type=click.Choice(["fifo", "sjf"]),
+    default="fifo",
+    show_default=True,
+    help="Queue order: arrival, or shortest ideal run first.",
+)
 @click.option(
     "--plan-by",
     default="expected",
@@ -599,7 +701,13 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
     help="Refit the estimates this often (knowledge estimated).",
 )
 @click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="The first N jobs (after the window).")
-@click.option("--window-start-s", type=click.FloatRange(min=0), default=0.0, show_default=True)
+@click.option(
+    "--window-start-s",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Start of the trace window (s).",
+)
 @click.option(
     "--window-hours",
     type=click.FloatRange(min=0, min_open=True),
@@ -651,6 +759,7 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 @click.option(
     "-o",
     "--out",
+    "--output",
     "out_dir",
     default="results/simulate",
     show_default=True,
@@ -1012,7 +1121,11 @@ def estimate(
 @cli.command()
 @click.argument("pai_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
-    "--train-fraction", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.5, show_default=True
+    "--train-fraction",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.5,
+    show_default=True,
+    help="Share of each job's iterations to fit on",
 )
 @click.option(
     "--time-limit",
@@ -1021,7 +1134,7 @@ def estimate(
     show_default=True,
     help="For the replay's placements.",
 )
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the replay's solves.")
 @_guard
 def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int) -> None:
     """Backtest the estimator on PAI per-worker files: fit on the first part, score on the rest."""

@@ -56,9 +56,13 @@ class UnknownMethodError(PlacementError, ValueError):
     """The method name is not in the registry; the message lists the valid names."""
 
     def __init__(self, name: str, valid: Sequence[str]) -> None:
+        import difflib
+
         self.name = name
         self.valid = tuple(valid)
-        super().__init__(f"unknown method {name!r}; valid methods: {', '.join(self.valid)}")
+        close = difflib.get_close_matches(name, self.valid, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        super().__init__(f"unknown method {name!r}{hint}; valid methods: {', '.join(self.valid)}")
 
 
 class MethodUnavailableError(PlacementError, RuntimeError):

@@ -198,3 +198,21 @@ def test_a_user_method_runs_through_validation(bad_methods):
     assert sol.status.value == "optimal"
     inst = placement.load_bundled("library/tiny/hot")
     assert sol.objective >= inst.metadata["optimum"] * (1 - 1e-9)
+
+
+def test_a_resumed_sweep_reports_every_row_in_its_folder(tmp_path):
+    out = tmp_path / "sweep"
+    compare(["library/tiny/hot"], ["greedy"], out_dir=out, progress=False, say=lambda m: None)
+    rows = compare(
+        ["library/tiny/hot"], ["first_fit", "no_such_module:place"], out_dir=out, progress=False, say=lambda m: None
+    )
+    assert {r["method"] for r in rows} == {"first_fit", "no_such_module:place"}
+    report = (out / "report.md").read_text()
+    assert "| greedy |" in report and "| first_fit |" in report  # both sweeps' methods
+    assert len((out / "runs.csv").read_text().splitlines()) == 1 + 3
+    assert "## Per instance" in report and "refused" in report
+    s = {r["method"]: r for r in summarise(read_rows(out / "runs.jsonl"))}
+    assert s["no_such_module:place"]["refused"] == 1 and s["no_such_module:place"]["solved"] == 0
+    from placement.compare.report import ratios
+
+    assert "no_such_module:place" not in ratios(read_rows(out / "runs.jsonl"))  # refused: no ratio

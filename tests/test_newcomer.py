@@ -122,3 +122,24 @@ def test_a_folder_of_bundled_instances_is_named_as_such():
     assert "no such file" not in r.stderr.lower()
     doc = json.loads(run("solve", "library/medium/calm", "-m", "greedy", "-q").stdout)
     assert doc["instance"] == "medium-calm"
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    missing = {
+        name: [p.name for p in cmd.params if p.param_type_name == "option" and not getattr(p, "help", None)]
+        for name, cmd in cli.commands.items()
+    }
+    assert {k: v for k, v in missing.items() if v} == {}
+    for name in ("compare", "simulate"):  # -o is --output everywhere (and --out where a folder is written)
+        assert "--output" in run(name, "--help").stdout
+
+
+def test_a_misspelt_method_or_field_gets_a_suggestion(tmp_path):
+    r = run("solve", "tiny", "-m", "gredy")
+    assert r.exit_code == 2 and "did you mean 'greedy'?" in r.stderr
+    d = placement.instance_to_dict(placement.load_bundled("tiny"))
+    d["jobs"][0]["worker"] = 3
+    p = tmp_path / "typo.json"
+    p.write_text(json.dumps(d))
+    r = run("validate", str(p))
+    assert r.exit_code == 2 and "jobs[0]: unknown field 'worker' (did you mean 'workers'?)" in r.stderr

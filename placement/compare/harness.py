@@ -229,11 +229,13 @@ def compare(
         grace_s=grace_s,
         describe=lambda row: f"{row['method']} on {row['instance']}: {row['status']}",
     )
+    # the files describe every run in the folder (a resumed or extended sweep included);
+    # the rows returned are this sweep's
+    everything = list({_key(r): r for r in read_rows(jsonl)}.values())
+    write_csv(everything, out / "runs.csv")
+    write_report(everything, out)
     keys = {r.key for r in runs}
-    rows = [r for r in read_rows(jsonl) if _key(r) in keys]
-    write_csv(rows, out / "runs.csv")
-    write_report(rows, out)
-    return rows
+    return [r for r in everything if _key(r) in keys]
 
 
 def _progress(total: int, show: bool) -> Any:

@@ -44,13 +44,16 @@ def _solved(r: dict[str, Any], best_w: float) -> bool:
 
 
 def ratios(rows: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
-    """Objective / best per method over the instances (inf when unsolved)."""
+    """Objective / best per method over the instances (inf when unsolved; a refused run, which
+    never ran, gets no ratio)."""
     out: dict[str, list[float]] = defaultdict(list)
     for _, rs in sorted(_group(rows).items()):
         best_w = max([(r.get("placed_weight") or 0) for r in rs if r.get("valid")] + [0.0])
         ok = [r for r in rs if _solved(r, best_w)]
         best = min((r["objective"] for r in ok), default=None)
         for r in rs:
+            if r.get("status") == RunState.REFUSED:
+                continue
             if best is None or not _solved(r, best_w):
                 out[r["method"]].append(math.inf)
             else:
@@ -133,8 +136,40 @@ def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
         "![time against size](time_vs_size.png)",
         "",
     ]
+    lines += per_instance_table(rows)
     (out / "report.md").write_text("\n".join(lines))
     _plots(rows, out)
+
+
+def per_instance_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Markdown: the objective of every method on every (instance, limit, seed), the best in
+    bold; a run without a placement shows its status."""
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    lines = [
+        "",
+        "## Per instance",
+        "",
+        "Objective (bold: the best on the row); otherwise the run's status.",
+        "",
+        "| instance | limit s | seed | " + " | ".join(methods) + " |",
+        "|---|---|---|" + "---|" * len(methods),
+    ]
+    for (inst, limit, seed), rs in sorted(_group(rows).items()):
+        by = {r["method"]: r for r in rs}
+        valid = [r["objective"] for r in rs if r.get("valid") and r.get("objective") is not None]
+        best = min(valid, default=None)
+        cells = []
+        for m in methods:
+            r = by.get(m)
+            if r is None:
+                cells.append("")
+            elif r.get("valid") and r.get("objective") is not None:
+                text = f"{r['objective']:.6g}"
+                cells.append(f"**{text}**" if best is not None and r["objective"] <= best * (1 + REPORT_RTOL) else text)
+            else:
+                cells.append(str(r.get("status")))
+        lines.append(f"| {inst} | {limit:g} | {seed} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:

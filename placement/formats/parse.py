@@ -4,6 +4,7 @@ Schemas of ``placement/schemas`` with messages in the same words, and atomic wri
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 import math
 import os
@@ -138,8 +139,13 @@ def _schema_message(err: Any) -> str:
         missing = err.message.split("'")[1] if "'" in err.message else err.message
         return f"{jpath(path + [missing])} is required"
     if kind == "additionalProperties":
-        extra = sorted(set(v) - set(sch.get("properties", {})))
-        return f"{where}: unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
+        known = list(sch.get("properties", {}))
+        extra = sorted(set(v) - set(known))
+        hints = [
+            f"{x!r} (did you mean {c[0]!r}?)" if (c := difflib.get_close_matches(x, known, n=1)) else repr(x)
+            for x in extra
+        ]
+        return f"{where}: unknown field{'s' if len(extra) > 1 else ''} {', '.join(hints)}"
     if kind == "type":
         t = err.validator_value
         words = " or ".join(_TYPE_WORDS.get(x, str(x)) for x in (t if isinstance(t, list) else [t]))
