@@ -7,11 +7,12 @@ never leaves a partial output file (files are written by rename).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import wraps
 from typing import Any, TypeVar
 
@@ -94,6 +95,19 @@ def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
         click.echo(json.dumps(doc, indent=1))
 
 
+@contextlib.contextmanager
+def _working(what: str, *, show: bool) -> Iterator[None]:
+    """A spinner with the elapsed time on stderr while a long step runs (on a terminal only)."""
+    if not (show and sys.stderr.isatty()):
+        yield
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn(what), TimeElapsedColumn(), console=_console(), transient=True) as p:
+        p.add_task("", total=None)
+        yield
+
+
 def _console() -> Any:
     from rich.console import Console
 
@@ -101,53 +115,78 @@ def _console() -> Any:
 
 
 def _summary(inst: Any, sol: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
+
+    from placement.problem.topology import cluster_of
 
     con = _console()
     obj = "-" if sol.objective is None else f"{sol.objective:.6g}"
     bound = "-" if sol.bound is None else f"{sol.bound:.6g}"
     gap = "-" if sol.gap is None else f"{100 * sol.gap:.2f}%"
     unit = "ms" if inst.objective == "weighted_expected_iteration_time" else "s"
+    total_w = sum(j.weight for j in inst.jobs)
+    placed_w = sum(j.weight for j in inst.jobs if j.id in sol.jobs)
     con.print(
-        f"[bold]{sol.instance}[/]  method={sol.method}  status={sol.status.value}  "
+        f"[bold]{escape(sol.instance)}[/]  method={escape(sol.method)}  status={sol.status.value}  "
         f"objective={obj} {unit} ({inst.objective})  bound={bound}  gap={gap}  "
         f"wall={sol.stats.get('wall_s', 0):.2f}s"
     )
+    con.print(
+        f"placed {len(sol.jobs)} of {len(inst.jobs)} jobs, weight {placed_w:g} of {total_w:g} "
+        f"(admission {inst.admission}); {len(inst.servers)} servers, "
+        f"{sum(s.free_gpus for s in inst.servers)} free GPUs"
+    )
     if sol.stats.get("path"):
-        con.print("path: " + " -> ".join(sol.stats["path"]))
+        con.print("path: " + escape(" -> ".join(sol.stats["path"])))
     if "moved_workers" in sol.stats:
         con.print(f"re-planned: {sol.stats['moved_workers']} worker(s) moved (budget {sol.stats.get('max_moves')})")
     if sol.stats.get("message"):
-        con.print(f"note: {sol.stats['message']}")
+        con.print(f"note: {escape(str(sol.stats['message']))}")
     if not sol.jobs:
         return
+    cl = cluster_of(inst)
     t = Table(show_edge=False, pad_edge=False)
     for col, just in (
         ("job", "left"),
         ("workers", "right"),
+        ("weight", "right"),
         ("expected ms", "right"),
         ("ideal ms", "right"),
         ("P(straggle)", "right"),
         ("Gbit/s", "right"),
+        ("within", "left"),
         ("servers", "left"),
     ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for job in inst.jobs:
         r = sol.jobs.get(job.id)
         if r is None:
-            t.add_row(job.id, str(job.workers), "unplaced", "", "", "", "")
+            t.add_row(escape(job.id), str(job.workers), f"{job.weight:g}", "unplaced", "", "", "", "", "")
             continue
-        srv = ", ".join(f"{s}:{k}" for s, k in sol.assignment[job.id].items())
+        alloc = sol.assignment[job.id]
+        srv = ", ".join(f"{s}:{k}" for s, k in alloc.items())
+        dom = cl.domain_of(alloc) if len(alloc) > 1 else None
+        within = "one server" if dom is None else f"domain {dom.index} ({len(dom.servers)} servers)"
         t.add_row(
-            job.id,
+            escape(job.id),
             str(job.workers),
+            f"{job.weight:g}",
             f"{r.expected_iteration_ms:.2f}",
             f"{r.ideal_iteration_ms:.2f}",
             f"{r.straggler_probability:.3f}",
             f"{r.bandwidth_gbps:g}",
-            srv if len(srv) < 60 else srv[:57] + "...",
+            within,
+            escape(srv if len(srv) < 60 else srv[:57] + "..."),
         )
     con.print(t)
+    con.print(
+        escape(
+            "expected ms: E[slowest worker's compute x slowdown] + all-reduce; ideal ms: the same with no slowdown; "
+            "P(straggle): probability an iteration takes longer than ideal; Gbit/s: the bandwidth its all-reduce gets; "
+            "within: the smallest bandwidth domain holding its servers."
+        )
+    )
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -214,7 +253,8 @@ def solve(
 ) -> None:
     """Solve INSTANCE (a file or a bundled name; default: the bundled `demo`).
 
-    The solution JSON goes to stdout (or --output); a summary table goes to stderr.
+    The solution JSON goes to --output, or to stdout when stdout is piped or redirected (on a
+    terminal only the summary is shown); a summary table goes to stderr.
     """
     import placement
     from placement.formats import solution_to_dict
@@ -230,17 +270,22 @@ def solve(
             raise InvalidInputError([f"--previous re-plans with -m auto or -m local_search, not {method!r}"])
     elif max_moves is not None or move_cost:
         raise InvalidInputError(["--max-moves and --move-cost need --previous"])
-    sol = placement.solve(
-        inst,
-        method,
-        time_limit_s=solve_budget(time_limit, len(inst.jobs), quiet),
-        seed=seed,
-        threads=threads,
-        previous=prev,
-        max_moves=max_moves,
-        move_cost=move_cost,
-    )
-    _emit(solution_to_dict(sol), output)
+    budget = solve_budget(time_limit, len(inst.jobs), quiet)
+    with _working(f"solving {inst.name} with {method} (limit {budget:.3g} s)", show=not quiet):
+        sol = placement.solve(
+            inst,
+            method,
+            time_limit_s=budget,
+            seed=seed,
+            threads=threads,
+            previous=prev,
+            max_moves=max_moves,
+            move_cost=move_cost,
+        )
+    if output or not sys.stdout.isatty():
+        _emit(solution_to_dict(sol), output)
+    elif not quiet:
+        _err("(the solution JSON goes to stdout when it is piped or redirected, or to a file with -o FILE)")
     if not quiet:
         _summary(inst, sol)
     sys.exit(_EXIT[sol.status.value])

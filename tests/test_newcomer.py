@@ -143,3 +143,39 @@ def test_a_misspelt_method_or_field_gets_a_suggestion(tmp_path):
     p.write_text(json.dumps(d))
     r = run("validate", str(p))
     assert r.exit_code == 2 and "jobs[0]: unknown field 'worker' (did you mean 'workers'?)" in r.stderr
+
+
+def test_on_a_terminal_solve_shows_the_summary_not_the_json():
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.run(
+        [sys.executable, "-m", "placement.cli.main", "solve", "tiny", "-m", "greedy"],
+        stdout=slave,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert b'"format"' not in out
+    assert "goes to stdout when it is piped" in proc.stderr
+
+
+def test_the_summary_says_what_was_placed_and_what_the_columns_mean():
+    r = run("solve", "pod256", "-m", "greedy")
+    assert "placed 24 of 24 jobs, weight 30 of 30" in r.stderr
+    for col in ("weight", "within", "expected ms: E[slowest worker", "P(straggle): probability"):
+        assert col in r.stderr
