@@ -179,3 +179,16 @@ def test_the_summary_says_what_was_placed_and_what_the_columns_mean():
     assert "placed 24 of 24 jobs, weight 30 of 30" in r.stderr
     for col in ("weight", "within", "expected ms: E[slowest worker", "P(straggle): probability"):
         assert col in r.stderr
+
+
+def test_problems_come_in_document_order_with_the_items_id():
+    d = placement.instance_to_dict(placement.load_bundled("pod256"))
+    d["topology"]["nodes"][10]["gpus"] = -1
+    d["topology"]["nodes"][2]["gpus"] = -2
+    with pytest.raises(placement.InstanceError) as e:
+        placement.instance_from_dict(d)
+    gpu_problems = [p for p in e.value.problems if ".gpus must be" in p]
+    assert gpu_problems == [
+        "topology.nodes[2].gpus must be an integer >= 0, got -2 (node 's2')",
+        "topology.nodes[10].gpus must be an integer >= 0, got -1 (node 's10')",
+    ]

@@ -174,12 +174,36 @@ def _schema_message(err: Any) -> str:
     return f"{where}: {err.message}"  # pragma: no cover - every keyword used is mapped above
 
 
+def _position(path: Iterable[str | int]) -> tuple[tuple[int, int, str], ...]:
+    """A sort key that keeps document order: ``nodes[2]`` before ``nodes[10]``."""
+    return tuple((0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in path)
+
+
+def _owner(data: Any, path: list[str | int]) -> str:
+    """`` (node 's3')`` / `` (job 'j3')`` when ``path`` lies inside a node or job with an id."""
+    for prefix, kind in ((["topology", "nodes"], "node"), (["jobs"], "job")):
+        n = len(prefix)
+        if path[:n] == prefix and len(path) > n and isinstance(path[n], int):
+            try:
+                item = data
+                for p in path[: n + 1]:
+                    item = item[p]
+            except (KeyError, IndexError, TypeError):
+                return ""
+            if isinstance(item, dict) and isinstance(item.get("id"), str):
+                return f" ({kind} {describe(item['id'])})"
+    return ""
+
+
 def schema_problems(name: str, data: Any, skip: set[str]) -> list[str]:
+    """Every schema problem of ``data`` (``name``: ``instance`` or ``solution``) in document
+    order, each with its JSON path and, inside a node or a job, that item's id."""
     out = []
     for err in _validator(name).iter_errors(data):
-        if jpath(list(err.absolute_path)) in skip:
+        path = list(err.absolute_path)
+        if jpath(path) in skip:
             continue
-        out.append((list(map(str, err.absolute_path)), _schema_message(err)))
+        out.append((_position(path), _schema_message(err) + _owner(data, path)))
     out.sort(key=lambda x: x[0])
     return list(dict.fromkeys(m for _, m in out))
 
