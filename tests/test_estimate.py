@@ -1,5 +1,6 @@
 import glob
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -25,9 +26,13 @@ from placement.estimate import (
 )
 from placement.model import Job, Slowdown
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "alibaba-pai-minibatch"
-PAI = sorted(glob.glob(str(DATA / "job_*_norm.csv")))
-needs_pai = pytest.mark.skipif(not PAI, reason=f"the PAI files are not at {DATA}")
+DATA = Path(os.environ.get("PLACEMENT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+PAI = sorted(glob.glob(str(DATA / "alibaba-pai-minibatch" / "job_*_norm.csv")))
+needs_pai = pytest.mark.skipif(
+    not PAI,
+    reason=f"needs the Alibaba PAI per-worker files (cluster-trace-gpu-v2020) in {DATA}/alibaba-pai-minibatch; "
+    "set PLACEMENT_DATA to the folder holding them",
+)
 
 
 def synthetic_log(iters=400, late_straggler="s1", early_straggler="s2", seed=0):

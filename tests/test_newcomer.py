@@ -192,3 +192,18 @@ def test_problems_come_in_document_order_with_the_items_id():
         "topology.nodes[2].gpus must be an integer >= 0, got -2 (node 's2')",
         "topology.nodes[10].gpus must be an integer >= 0, got -1 (node 's10')",
     ]
+
+
+def test_the_readme_example_instance_loads_and_solves(tmp_path):
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"written by hand.*?```json\n(.*?)```", text, re.S)
+    assert block, "the README's hand-written example is gone"
+    p = tmp_path / "hello.json"
+    p.write_text(block.group(1))
+    inst = placement.load_instance(p)
+    sol = placement.solve(inst, "auto", time_limit_s=5)
+    check_solution(inst, sol)
+    assert sol.assignment == {"train": {"s0": 8}}  # the server that never slows down

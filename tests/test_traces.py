@@ -1,4 +1,5 @@
 import glob
+import os
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,12 @@ from placement.instances.traces import (
 from placement.model import Status
 from placement.problem import cluster_of
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"the shared traces are not at {DATA}")
+DATA = Path(os.environ.get("PLACEMENT_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+needs_data = pytest.mark.skipif(
+    not DATA.is_dir(),
+    reason=f"needs the public traces (Alibaba v2023 servers, PAI per-worker logs) in {DATA}; "
+    "set PLACEMENT_DATA to the folder holding them",
+)
 
 
 @needs_data
