@@ -60,6 +60,36 @@ def _guard(fn: F) -> F:
     return inner  # type: ignore[return-value]
 
 
+def _read_server_map(path: str, inst: Any) -> dict[str, str]:
+    """``log_server -> server`` from a CSV; unknown instance servers and repeats refused by row."""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise InvalidInputError([f"--map {path}: cannot read it: {e}"]) from None
+    out: dict[str, str] = {}
+    problems = []
+    if rows and not {"log_server", "server"} <= set(rows[0]):
+        raise InvalidInputError(
+            [f"--map {path}: needs the columns log_server, server; the header has {sorted(rows[0])}"]
+        )
+    for line, r in enumerate(rows, start=2):
+        a, b = (r.get("log_server") or "").strip(), (r.get("server") or "").strip()
+        if not a or not b:
+            problems.append(f"--map {path} row {line}: empty log_server or server")
+        elif b not in inst.server_by_id:
+            problems.append(f"--map {path} row {line}: server {b!r} is not in the instance")
+        elif a in out:
+            problems.append(f"--map {path} row {line}: log server {a!r} is mapped twice")
+        else:
+            out[a] = b
+    if problems:
+        raise InvalidInputError(problems)
+    return out
+
+
 def _check_output(output: str | None, *inputs: str | None, option: str = "--output") -> None:
     """Refuse an output path that cannot be written, before any work: a folder, a missing or
     read-only folder, or one of the command's input files (exit 2)."""
@@ -1054,6 +1084,14 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     help="An Alibaba PAI per-worker file (worker, gpu, time, batch_time_norm); servers are <job>/w<worker>.",
 )
 @click.option(
+    "--map",
+    "server_map",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A CSV log_server,server naming the instance server behind each server of the logs (e.g. PAI's "
+    "job_1/w0); servers of the logs not listed keep their names.",
+)
+@click.option(
     "--telemetry",
     type=click.Path(exists=True, dir_okay=False),
     help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).",
@@ -1099,9 +1137,10 @@ def estimate(
     prior_strength: float | None,
     horizon: int,
     output: str | None,
+    server_map: str | None,
 ) -> None:
     """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
-    _check_output(output, instance, telemetry, demands, jobs_file, *logs, *pai)
+    _check_output(output, instance, telemetry, demands, jobs_file, server_map, *logs, *pai)
     import numpy as np
 
     import placement
@@ -1128,6 +1167,11 @@ def estimate(
         log = est.LogData(
             *(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration"))
         )
+        if server_map:
+            rename = _read_server_map(server_map, inst)
+            log = est.LogData(
+                log.job, np.array([rename.get(str(s), str(s)) for s in log.server]), log.iteration, log.duration
+            )
         kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
         servers, fleet = est.estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
         servers = {k: v for k, v in servers.items() if k in inst.server_by_id or k in set(log.server)}

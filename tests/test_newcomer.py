@@ -207,3 +207,29 @@ def test_the_readme_example_instance_loads_and_solves(tmp_path):
     sol = placement.solve(inst, "auto", time_limit_s=5)
     check_solution(inst, sol)
     assert sol.assignment == {"train": {"s0": 8}}  # the server that never slows down
+
+
+def test_estimate_maps_log_servers_onto_the_instance_and_names_unknown_ones_plainly(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    log = tmp_path / "log.csv"
+    rows = ["job,worker,server,iteration,duration"]
+    for it in range(200):
+        for w in range(3):
+            slow = 2.0 if (w == 1 and rng.random() < 0.3) else 1.0
+            rows.append(f"j,{w},w{w},{it},{100 * slow * (1 + 0.01 * rng.random()):.3f}")
+    log.write_text("\n".join(rows) + "\n")
+    r = run("estimate", "tiny", "--logs", str(log), "-o", str(tmp_path / "a.json"))
+    assert r.exit_code == 2 and "the logs name server 'w0'" in r.stderr and "np.str_" not in r.stderr
+    m = tmp_path / "map.csv"
+    m.write_text("log_server,server\n" + "".join(f"w{w},s{w}\n" for w in range(3)))
+    r = run("estimate", "tiny", "--logs", str(log), "--map", str(m), "-o", str(tmp_path / "b.json"))
+    assert r.exit_code == 0, r.output
+    est = placement.load_instance(tmp_path / "b.json")
+    means = {s.id: s.slowdown.mean() for s in est.servers}
+    assert means["s1"] == max(means[f"s{w}"] for w in range(3))  # the straggling worker's server
+    bad = tmp_path / "bad.csv"
+    bad.write_text("log_server,server\nw0,s0\nw1,nowhere\nw0,s2\n")
+    r = run("estimate", "tiny", "--logs", str(log), "--map", str(bad), "-o", str(tmp_path / "c.json"))
+    assert r.exit_code == 2 and "row 3: server 'nowhere'" in r.stderr and "row 4: log server 'w0'" in r.stderr

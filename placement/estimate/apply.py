@@ -29,7 +29,7 @@ def apply_estimates(
         unknown = [s for s in servers if s not in instance.server_by_id]
         if unknown:
             raise LogError(
-                [f"the logs name server {s!r}, which the instance does not have" for s in unknown[:MAX_LISTED]]
+                [f"the logs name server {str(s)!r}, which the instance does not have" for s in unknown[:MAX_LISTED]]
             )
         srv = [
             dataclasses.replace(s, slowdown=servers[s.id].slowdown if s.id in servers else (fleet or s.slowdown))
