@@ -429,168 +429,176 @@ def methods(fmt: str) -> None:
     Console(width=160).print(t)
 
 
-def _generate_options(fn: F) -> F:
+_TOPOLOGY_OPTIONS = ("topology", "pods", "racks", "servers_per_rack", "nic_gbps", "uplink_gbps", "core_gbps")
+"""Generator options that shape the network: an imported topology replaces them."""
+
+
+def _generate_options(fn: F, *, topology: bool = True) -> F:
     from placement.instances.generate import JOB_MIXES, JOB_SOURCES, REGIMES, SERVER_SOURCES, TOPOLOGIES, GeneratorSpec
 
     d = GeneratorSpec()
+
+    def opt(*decls: str, **kw: Any) -> tuple[tuple[str, ...], Callable[[F], F]]:
+        return decls, click.option(*decls, **kw)
+
     opts = [
-        click.option(
+        opt(
             "--topology",
             type=click.Choice(TOPOLOGIES),
             default=d.topology,
             show_default=True,
             help="leaf-spine: racks under one spine; multi-pod: pods of racks under a core.",
         ),
-        click.option("--pods", type=click.IntRange(min=1), default=d.pods, show_default=True, help="Pods (multi-pod)."),
-        click.option(
-            "--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."
-        ),
-        click.option(
+        opt("--pods", type=click.IntRange(min=1), default=d.pods, show_default=True, help="Pods (multi-pod)."),
+        opt("--racks", type=click.IntRange(min=1), default=d.racks, show_default=True, help="Racks (per pod)."),
+        opt(
             "--servers-per-rack",
             type=click.IntRange(min=1),
             default=d.servers_per_rack,
             show_default=True,
             help="Servers under each top-of-rack switch.",
         ),
-        click.option(
+        opt(
             "--gpus-per-server",
             type=click.IntRange(min=1, max=4096),
             default=d.gpus_per_server,
             show_default=True,
             help="GPUs in each server (ignored with --servers-from).",
         ),
-        click.option(
+        opt(
             "--gpu-types",
             default=d.gpu_types,
             show_default=True,
             help="Comma-separated, assigned to racks in turn (H100, A100, V100, T4).",
         ),
-        click.option(
+        opt(
             "--nic-gbps",
             type=click.FloatRange(min=0, min_open=True),
             default=d.nic_gbps,
             show_default=True,
             help="Server-to-rack-switch link bandwidth (Gbit/s).",
         ),
-        click.option(
+        opt(
             "--uplink-gbps",
             type=click.FloatRange(min=0, min_open=True),
             default=d.uplink_gbps,
             show_default=True,
             help="Rack-switch uplink bandwidth (Gbit/s).",
         ),
-        click.option(
+        opt(
             "--core-gbps",
             type=click.FloatRange(min=0, min_open=True),
             default=d.core_gbps,
             show_default=True,
             help="Pod-to-core bandwidth (multi-pod, Gbit/s).",
         ),
-        click.option(
+        opt(
             "--regime",
             type=click.Choice(REGIMES),
             default=d.regime,
             show_default=True,
             help="Slowdown distributions: calm, hot servers, heavy tails, correlated scenarios, PAI-calibrated.",
         ),
-        click.option(
+        opt(
             "--hot-fraction",
             type=click.FloatRange(0, 1),
             default=d.hot_fraction,
             show_default=True,
             help="Share of servers that straggle often (regime hot).",
         ),
-        click.option(
+        opt(
             "--scenarios",
             type=click.IntRange(min=1),
             default=d.scenarios,
             show_default=True,
             help="Scenario count (correlated).",
         ),
-        click.option("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True, help="Jobs to generate."),
-        click.option(
+        opt("--jobs", type=click.IntRange(min=1), default=d.jobs, show_default=True, help="Jobs to generate."),
+        opt(
             "--job-mix",
             type=click.Choice(JOB_MIXES),
             default=d.job_mix,
             show_default=True,
             help="Gang sizes: ElasticFlow's distribution, mostly small, or mostly large.",
         ),
-        click.option(
+        opt(
             "--load",
             type=click.FloatRange(0, 4, min_open=True),
             default=d.load,
             show_default=True,
             help="GPU demand / free GPUs (above 1 with best_effort).",
         ),
-        click.option(
+        opt(
             "--used-fraction",
             type=click.FloatRange(0, 1),
             default=d.used_fraction,
             show_default=True,
             help="Share of GPUs already held by running jobs.",
         ),
-        click.option(
+        opt(
             "--cpu-memory/--no-cpu-memory",
             default=d.cpu_memory,
             show_default=True,
             help="Give servers CPU and memory capacities and jobs per-worker demands.",
         ),
-        click.option(
+        opt(
             "--admission",
             type=click.Choice(["all", "best_effort"]),
             default=d.admission,
             show_default=True,
             help="all: every job must be placed; best_effort: most weight placed first.",
         ),
-        click.option(
+        opt(
             "--objective",
             type=click.Choice(["weighted_expected_iteration_time", "weighted_expected_jct"]),
             default=d.objective,
             show_default=True,
             help="Sum of weighted expected iteration times (ms) or of weighted expected JCTs (s).",
         ),
-        click.option(
+        opt(
             "--servers-from",
             type=click.Choice(SERVER_SOURCES),
             default=d.servers_from,
             help="Draw server shapes (GPU model, count, CPU, memory) from a real trace.",
         ),
-        click.option(
+        opt(
             "--jobs-from",
             type=click.Choice(JOB_SOURCES),
             default=d.jobs_from,
             help="Take the jobs submitted in a window of a real trace (at most --jobs).",
         ),
-        click.option(
+        opt(
             "--window-start-s",
             type=float,
             default=d.window_start_s,
             show_default=True,
             help="With --jobs-from: start of the trace window (s).",
         ),
-        click.option(
+        opt(
             "--window-hours",
             type=click.FloatRange(min=0, min_open=True),
             default=d.window_hours,
             show_default=True,
             help="With --jobs-from: length of the trace window.",
         ),
-        click.option(
+        opt(
             "--prove-optimum/--no-prove-optimum",
             default=d.prove_optimum,
             show_default=True,
             help="Record the brute-force optimum in metadata (tiny instances).",
         ),
-        click.option(
+        opt(
             "--seed",
             type=click.IntRange(min=0),
             default=d.seed,
             show_default=True,
             help="Every random draw follows it.",
         ),
-        click.option("--name", default=d.name, help="Instance name (default: derived from the options)."),
+        opt("--name", default=d.name, help="Instance name (default: derived from the options)."),
     ]
-    for o in reversed(opts):
+    for decls, o in reversed(opts):
+        if not topology and decls[0].lstrip("-").replace("-", "_") in _TOPOLOGY_OPTIONS:
+            continue
         fn = o(fn)
     return fn
 
@@ -1037,10 +1045,14 @@ def _simulation_table(rows: list[Any]) -> None:
     _console().print(t)
 
 
+def _server_and_job_options(fn: F) -> F:
+    return _generate_options(fn, topology=False)
+
+
 @cli.command("import-slurm")
 @click.argument("topology_conf", type=click.Path(exists=True, dir_okay=False))
 @click.option("--level-gbps", required=True, help="Comma-separated bandwidth per level: node-leaf, leaf-parent, ...")
-@_generate_options
+@_server_and_job_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here (default: stdout).")
 @_guard
 def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: Any) -> None:
@@ -1056,10 +1068,15 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
         levels = [float(x) for x in level_gbps.split(",") if x.strip()]
     except ValueError:
         raise InvalidInputError([f"--level-gbps must be comma-separated numbers, got {level_gbps!r}"]) from None
-    for k in ("topology", "pods", "racks", "servers_per_rack", "nic_gbps", "uplink_gbps", "core_gbps"):
-        kw.pop(k, None)
+    from placement.instances.generate import GeneratorSpec
+
+    defaults = GeneratorSpec()
+    given = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if v != getattr(defaults, k, v) and k != "name"]
+    name = kw.pop("name") or f"slurm-{Path(topology_conf).stem}"
+    command = f"placement import-slurm {Path(topology_conf).name} --level-gbps {level_gbps} {' '.join(given)}".strip()
     try:
         inst = instance_from_slurm(Path(topology_conf).read_text(), levels, **kw)
+        inst = inst.replace(name=name, source=f"{command}  ({inst.source})")
     except ValueError as e:
         if isinstance(e, InvalidInputError):
             raise

@@ -125,3 +125,19 @@ def test_import_slurm_cli(tmp_path):
     assert len(placement.load_instance(out).servers) == 8
     r = CliRunner().invoke(cli, ["import-slurm", str(conf), "--level-gbps", "100"])
     assert r.exit_code == 2 and "link levels" in r.stderr
+
+
+def test_import_slurm_refuses_topology_options_and_names_the_import_after_its_file(tmp_path):
+    conf = tmp_path / "cluster-a.conf"
+    conf.write_text(CONF)
+    r = CliRunner().invoke(cli, ["import-slurm", str(conf), "--level-gbps", "100,25", "--racks", "7"])
+    assert r.exit_code == 2 and "No such option '--racks'" in r.output
+    out = tmp_path / "i.json"
+    r = CliRunner().invoke(
+        cli, ["import-slurm", str(conf), "--level-gbps", "100,25", "--jobs", "3", "--seed", "4", "-o", str(out)]
+    )
+    assert r.exit_code == 0, r.output
+    inst = placement.load_instance(out)
+    assert inst.name == "slurm-cluster-a"
+    assert inst.source.startswith("placement import-slurm cluster-a.conf --level-gbps 100,25")
+    assert "--jobs 3" in inst.source and "--seed 4" in inst.source
