@@ -619,10 +619,24 @@ def generate(output: str | None, **kw: Any) -> None:
     if bad:
         raise InvalidInputError(bad, source="placement generate")
     try:
-        doc = instance_to_dict(gen(spec))
+        inst = gen(spec)
     except ValueError as e:
         raise InvalidInputError([str(e)], source="placement generate") from None
-    _emit(doc, output, f"{len(doc['jobs'])} jobs")
+    from placement.evaluation.feasibility import infeasibility_reason
+
+    reason = infeasibility_reason(inst)
+    if reason is not None:
+        _err(
+            f"warning: {inst.name} has no placement of every job ({reason}); "
+            "lower --load or use --admission best_effort for a feasible instance"
+        )
+    doc = instance_to_dict(inst)
+    _emit(
+        doc,
+        output,
+        f"{inst.name}: {len(inst.servers)} servers, {sum(s.free_gpus for s in inst.servers)} free GPUs, "
+        f"{len(doc['jobs'])} jobs",
+    )
 
 
 @cli.command()

@@ -340,9 +340,10 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
                 memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
             )
         )
-    name = (
-        spec.name
-        or f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
+    name = spec.name or (
+        f"{spec.topology}-{n_racks}x{spec.servers_per_rack}-{spec.servers_from}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
+        if spec.servers_from
+        else f"{spec.topology}-{n_racks}x{spec.servers_per_rack}x{spec.gpus_per_server}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
     )
     sources = []
     if spec.servers_from:

@@ -233,3 +233,27 @@ def test_estimate_maps_log_servers_onto_the_instance_and_names_unknown_ones_plai
     bad.write_text("log_server,server\nw0,s0\nw1,nowhere\nw0,s2\n")
     r = run("estimate", "tiny", "--logs", str(log), "--map", str(bad), "-o", str(tmp_path / "c.json"))
     assert r.exit_code == 2 and "row 3: server 'nowhere'" in r.stderr and "row 4: log server 'w0'" in r.stderr
+
+
+def test_generate_warns_about_an_infeasible_instance_and_names_what_it_made(tmp_path):
+    out = tmp_path / "x.json"
+    r = run(
+        "generate",
+        "--racks",
+        "1",
+        "--servers-per-rack",
+        "1",
+        "--gpus-per-server",
+        "1",
+        "--jobs",
+        "3",
+        "--job-mix",
+        "small",
+        "-o",
+        str(out),
+    )
+    assert r.exit_code == 0 and "has no placement of every job" in r.stderr and "3 GPUs" in r.stderr
+    r = run("generate", "--servers-from", "alibaba-v2023", "--jobs", "3", "-o", str(tmp_path / "y.json"))
+    inst = placement.load_instance(tmp_path / "y.json")
+    assert "alibaba-v2023" in inst.name and "x8-" not in inst.name  # not named by a shape it does not have
+    assert f"{inst.name}: {len(inst.servers)} servers" in r.stderr
