@@ -104,6 +104,10 @@ def summarise(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _ratio(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{x:.4f}"
+
+
 def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
     import platform
 
@@ -122,7 +126,7 @@ def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
         rem = "-" if s["auto_removes"] is None else f"{100 * s['auto_removes']:.1f}%"
         lines.append(
             f"| {s['method']} | {s['runs']} | {s['solved']} | {s['optimal']} | {s['failed']} | {s['refused']} | "
-            f"{s['time_sgm_s']:.3f} | {s['objective_gm_ratio']:.4f} | {s['wins']} | {s['peak_mem_mb']:.0f} | {rem} |"
+            f"{s['time_sgm_s']:.3f} | {_ratio(s['objective_gm_ratio'])} | {s['wins']} | {s['peak_mem_mb']:.0f} | {rem} |"
         )
     lines += [
         "",
@@ -173,31 +177,50 @@ def per_instance_table(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
+    """The three plots, drawn for a reader who never saw the code: strong colours (ten hues,
+    then the same hues dashed), plain tick labels, legends outside the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     rat = ratios(rows)
-    methods = list(rat)
-    cmap = plt.get_cmap("tab20")
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    cmap = plt.get_cmap("tab10")
     style: dict[str, dict[str, Any]] = {
-        m: dict(color=cmap(k % 20), linestyle=("-", "--", ":", "-.")[k % 4]) for k, m in enumerate(methods)
+        m: dict(color=cmap(k % 10), linestyle=("-", "--", ":")[(k // 10) % 3]) for k, m in enumerate(methods)
     }
     marker = {m: "os^vDP*Xph<>"[k % 12] for k, m in enumerate(methods)}
-    finite = [x for xs in rat.values() for x in xs if math.isfinite(x)]
-    top = max(finite + [1.01])
-    taus = [top ** (k / 400) for k in range(401)]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    plain = FuncFormatter(lambda x, _: f"{x:g}")
+
+    # performance profile on the excess over the best (%), symmetric-log so that 0.1% and 100% both show
+    finite = [100 * (x - 1) for xs in rat.values() for x in xs if math.isfinite(x)]
+    top = max(finite + [1.0]) * 1.2
+    grid = sorted({0.0, *(top * (k / 400) ** 3 for k in range(401)), *finite})
+    fig, ax = plt.subplots(figsize=(10, 5))
     for m in methods:
-        xs = rat[m]
-        ax.step(taus, [sum(1 for x in xs if x <= t) / len(xs) for t in taus], where="post", label=m, **style[m])
-    ax.set_xscale("log")
-    ax.set_xlabel("objective / best on the instance (tau, log scale)")
-    ax.set_ylabel("share of instances within tau")
-    ax.set_title("Performance profile (Dolan-More)")
-    ax.set_ylim(0, 1.02)
-    ax.legend(fontsize=7, ncol=2)
+        xs = [100 * (x - 1) if math.isfinite(x) else math.inf for x in rat.get(m, [])]
+        if not xs:
+            continue
+        ax.step(
+            grid,
+            [sum(1 for x in xs if x <= t + 1e-9) / len(xs) for t in grid],
+            where="post",
+            label=m,
+            linewidth=1.8,
+            **style[m],
+        )
+    ax.set_xscale("symlog", linthresh=0.1)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}%"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(-0.01, top)
+    ax.set_ylim(-0.02, 1.06)
+    ax.set_xlabel("objective above the best any method reached on the instance (%, symmetric log scale)")
+    ax.set_ylabel("share of instances within that excess")
+    ax.set_title("Performance profile (Dolan-More): higher and further left is better")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(out / "profile.png", dpi=110)
     plt.close(fig)
@@ -212,46 +235,74 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     def key(r: dict[str, Any]) -> tuple[str, float, int]:
         return (r["instance"], float(r["time_limit_s"]), int(r["seed"]))
 
-    def scatter(points: Any, title: str, xlabel: str, ylabel: str, logy: bool, name: str) -> None:
-        fig, ax = plt.subplots(figsize=(7, 4.5))
-        for m in methods:
-            pts = points(m)
-            if pts:
-                ax.scatter(
-                    [p[0] for p in pts], [p[1] for p in pts], s=16, label=m, color=style[m]["color"], marker=marker[m]
-                )
-        ax.set_xscale("log")
-        if logy:
-            ax.set_yscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.legend(fontsize=7, ncol=2)
+    # objective against time: one panel per instance, named
+    instances = sorted({r["instance"] for r in rows if r.get("valid") and key(r) in best})
+    if instances:
+        cols = min(4, len(instances))
+        nrows = math.ceil(len(instances) / cols)
+        fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols + 2.2, 2.8 * nrows), squeeze=False)
+        for ax, inst in zip(axes.flat, instances):
+            for m in methods:
+                pts = [
+                    (max(float(r["wall_s"]), 1e-3), 100 * (r["objective"] / best[key(r)] - 1))
+                    for r in rows
+                    if r["instance"] == inst and r["method"] == m and r.get("valid") and key(r) in best
+                ]
+                if pts:
+                    ax.scatter(
+                        [p[0] for p in pts],
+                        [p[1] for p in pts],
+                        s=22,
+                        color=style[m]["color"],
+                        marker=marker[m],
+                        label=m,
+                    )
+            ax.set_xscale("log")
+            ax.set_yscale("symlog", linthresh=0.1)
+            ax.xaxis.set_major_formatter(plain)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}%"))
+            ax.set_ylim(bottom=-0.02)
+            ax.set_title(inst, fontsize=9)
+            ax.grid(True, alpha=0.3)
+        for ax in list(axes.flat)[len(instances) :]:
+            ax.axis("off")
+        for ax in axes[-1]:
+            ax.set_xlabel("wall time (s)")
+        for ax in axes[:, 0]:
+            ax.set_ylabel("above best")
+        handles = [
+            plt.Line2D([], [], color=style[m]["color"], marker=marker[m], linestyle="", label=m) for m in methods
+        ]
+        fig.legend(handles=handles, fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+        fig.suptitle("Objective against time, per instance (lower left is better)")
         fig.tight_layout()
-        fig.savefig(out / name, dpi=110)
+        fig.savefig(out / "objective_vs_time.png", dpi=110, bbox_inches="tight")
         plt.close(fig)
 
-    scatter(
-        lambda m: [
-            (max(float(r["wall_s"]), 1e-3), r["objective"] / best[key(r)])
-            for r in rows
-            if r["method"] == m and r.get("valid") and r.get("objective") is not None and key(r) in best
-        ],
-        "Objective against time",
-        "wall time (s)",
-        "objective / best",
-        False,
-        "objective_vs_time.png",
-    )
-    scatter(
-        lambda m: [
+    fig, ax = plt.subplots(figsize=(10, 5))
+    for m in methods:
+        pts = [
             (r.get("gpus") or 1, max(float(r.get("wall_s") or 0), 1e-3))
             for r in rows
-            if r["method"] == m and r.get("gpus")
-        ],
-        "Time against instance size",
-        "free GPUs in the instance",
-        "wall time (s)",
-        True,
-        "time_vs_size.png",
-    )
+            if r["method"] == m and r.get("gpus") and r.get("status") != RunState.REFUSED
+        ]
+        if pts:
+            ax.scatter(
+                [p[0] for p in pts], [p[1] for p in pts], s=22, label=m, color=style[m]["color"], marker=marker[m]
+            )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    sizes = sorted({int(r["gpus"]) for r in rows if r.get("gpus")})
+    if len(sizes) <= 12:  # the instances' own sizes as ticks (a decade may hold them all)
+        ax.set_xticks(sizes)
+    ax.xaxis.set_major_formatter(plain)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(plain)
+    ax.set_xlabel("free GPUs in the instance")
+    ax.set_ylabel("wall time (s)")
+    ax.set_title("Time against instance size")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    fig.savefig(out / "time_vs_size.png", dpi=110)
+    plt.close(fig)
