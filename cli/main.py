@@ -649,7 +649,7 @@ def generate(output: str | None, **kw: Any) -> None:
     help="Comma-separated names (or package.module:function for your own policy); 'all' = every registered method.",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
-@click.option("--time-limits", default="10", show_default=True, help="Comma-separated seconds.")
+@click.option("--time-limits", "--time-limit", default="10", show_default=True, help="Comma-separated seconds.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True, help="Threads per run.")
 @click.option("--parallel", type=click.IntRange(min=1), default=None, help="Runs at a time (default: cores / threads).")
 @click.option(
@@ -1255,10 +1255,30 @@ def estimate(
     help="For the replay's placements.",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the replay's solves.")
+@click.option(
+    "--write-cluster",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the replay's cluster (the PAI workers as 1-GPU servers in racks, with the slowdowns "
+    "fitted on all the files) as an instance without jobs.",
+)
 @_guard
-def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int) -> None:
+def backtest(
+    pai_files: tuple[str, ...], train_fraction: float, time_limit: float, seed: int, write_cluster: str | None
+) -> None:
     """Backtest the estimator on PAI per-worker files: fit on the first part, score on the rest."""
     from placement.estimate.backtest import backtest_pai
+
+    _check_output(write_cluster, *pai_files, option="--write-cluster")
+    if write_cluster:
+        from placement.estimate import estimate_from_logs, pai_instance, read_pai
+        from placement.formats import dump_instance
+
+        log = read_pai(list(pai_files))
+        est, _ = estimate_from_logs(log)
+        cluster = pai_instance(sorted(est), {s: e.slowdown for s, e in est.items()}, [], "pai-workers")
+        dump_instance(cluster, write_cluster)
+        _err(f"wrote {write_cluster}: {len(cluster.servers)} one-GPU servers fitted on {len(pai_files)} file(s)")
 
     r = backtest_pai(list(pai_files), train_fraction=train_fraction, time_limit_s=time_limit, seed=seed)
     click.echo(f"train {r.samples_train} samples, test {r.samples_test} samples (train fraction {r.train_fraction:g})")
@@ -1269,6 +1289,23 @@ def backtest(pai_files: tuple[str, ...], train_fraction: float, time_limit: floa
     click.echo("expected slowest-worker time (median-worker units), observed on the held-out part vs predicted:")
     for j, o in r.observed.items():
         click.echo(f"  {j}: observed {o:.3f}  " + "  ".join(f"{m} {r.predicted[m][j]:.3f}" for m in r.predicted))
+
+
+_SHORT_HELP = {
+    "solve": "Place the jobs of an instance; print the solution and a summary.",
+    "validate": "Check an instance, or a solution's placement against it.",
+    "evaluate": "Recompute every figure of a solution (optionally by Monte Carlo).",
+    "methods": "List the methods in preference order.",
+    "generate": "Generate a seeded instance (topology, slowdowns, jobs).",
+    "compare": "Compare methods on many instances (isolated, resumable).",
+    "simulate": "Simulate a trace of arrivals over time; report JCT.",
+    "import-slurm": "Build an instance on a Slurm topology.conf.",
+    "estimate": "Learn slowdowns from iteration logs and telemetry.",
+    "backtest": "Backtest the slowdown estimator on PAI per-worker logs.",
+}
+"""The one-line descriptions of ``placement --help`` (click would cut the docstrings)."""
+for _name, _text in _SHORT_HELP.items():
+    cli.commands[_name].short_help = _text
 
 
 def main() -> None:

@@ -180,3 +180,17 @@ def test_backtest_estimates_beat_both_priors():
     err = {m: sum(v.values()) / len(v) for m, v in r.job_error.items()}
     assert err["estimate"] < err["fleet prior"] and err["estimate"] < err["no-straggler prior"]
     assert r.replay["estimate"] < r.replay["fleet prior"] and r.replay["estimate"] < r.replay["no-straggler prior"]
+
+
+@needs_pai
+def test_backtest_writes_the_pai_shaped_cluster(tmp_path):
+    from click.testing import CliRunner
+
+    from placement.cli.main import cli
+
+    out = tmp_path / "pai.json"
+    r = CliRunner().invoke(cli, ["backtest", *PAI, "--time-limit", "1", "--write-cluster", str(out)])
+    assert r.exit_code == 0, r.output
+    inst = placement.load_instance(out)
+    assert len(inst.servers) == 40 and all(s.gpus == 1 for s in inst.servers) and not inst.jobs
+    assert {s.id.split("/")[0] for s in inst.servers} == {f"job_{k}" for k in range(1, 5)}

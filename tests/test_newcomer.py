@@ -257,3 +257,11 @@ def test_generate_warns_about_an_infeasible_instance_and_names_what_it_made(tmp_
     inst = placement.load_instance(tmp_path / "y.json")
     assert "alibaba-v2023" in inst.name and "x8-" not in inst.name  # not named by a shape it does not have
     assert f"{inst.name}: {len(inst.servers)} servers" in r.stderr
+
+
+def test_the_command_list_is_not_cut_and_compare_takes_time_limit_too(tmp_path):
+    listing = run("--help").stdout
+    commands = listing.split("Commands:")[1]
+    assert "..." not in commands and "simulate" in commands
+    r = run("compare", "library/tiny/hot", "-m", "greedy", "--time-limit", "5", "-o", str(tmp_path / "s"))
+    assert r.exit_code == 0, r.output
