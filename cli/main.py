@@ -126,16 +126,25 @@ def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
 
 
 @contextlib.contextmanager
-def _working(what: str, *, show: bool) -> Iterator[None]:
-    """A spinner with the elapsed time on stderr while a long step runs (on a terminal only)."""
+def _working(what: str, *, show: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner with the elapsed time on stderr while a long step runs (on a terminal only);
+    yields a function that sets the line's news."""
     if not (show and sys.stderr.isatty()):
-        yield
+        yield lambda news: None
         return
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(SpinnerColumn(), TextColumn(what), TimeElapsedColumn(), console=_console(), transient=True) as p:
-        p.add_task("", total=None)
-        yield
+    with Progress(
+        SpinnerColumn(),
+        TextColumn(escape(what)),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=_console(),
+        transient=True,
+    ) as p:
+        task = p.add_task("", total=None)
+        yield lambda news: p.update(task, description=escape(news))
 
 
 def _console() -> Any:
@@ -301,7 +310,12 @@ def solve(
     elif max_moves is not None or move_cost:
         raise InvalidInputError(["--max-moves and --move-cost need --previous"])
     budget = solve_budget(time_limit, len(inst.jobs), quiet)
-    with _working(f"solving {inst.name} with {method} (limit {budget:.3g} s)", show=not quiet):
+    with _working(f"solving {inst.name} with {method} (limit {budget:.3g} s)", show=not quiet) as news:
+
+        def progress(step: str, objective: float | None, bound: float | None) -> None:
+            obj = "-" if objective is None else f"{objective:.6g}"
+            news(f"after {step}: best {obj}" + ("" if bound is None else f", bound {bound:.6g}"))
+
         sol = placement.solve(
             inst,
             method,
@@ -311,6 +325,7 @@ def solve(
             previous=prev,
             max_moves=max_moves,
             move_cost=move_cost,
+            progress=progress,
         )
     if output or not sys.stdout.isatty():
         _emit(solution_to_dict(sol), output)

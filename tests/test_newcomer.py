@@ -265,3 +265,16 @@ def test_the_command_list_is_not_cut_and_compare_takes_time_limit_too(tmp_path):
     assert "..." not in commands and "simulate" in commands
     r = run("compare", "library/tiny/hot", "-m", "greedy", "--time-limit", "5", "-o", str(tmp_path / "s"))
     assert r.exit_code == 0, r.output
+
+
+def test_auto_reports_its_steps_with_evaluated_objectives_and_valid_bounds():
+    inst = placement.load_bundled("pod256")
+    heard = []
+    sol = placement.solve(inst, "auto", time_limit_s=4, progress=lambda *a: heard.append(a))
+    steps = [s for s, _, _ in heard]
+    assert steps[0] == "greedy" and "bound" in steps
+    greedy = placement.solve(inst, "greedy")
+    assert heard[0][1] == pytest.approx(greedy.objective, rel=1e-12)  # the evaluator's number
+    for _, objective, bound in heard:
+        assert objective is not None and objective >= sol.objective * (1 - 1e-12)
+        assert bound is None or bound <= objective

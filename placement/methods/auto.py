@@ -47,6 +47,7 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     g = greedy(instance, opts)
     path += ["auto:greedy"] + g.path
     best, bound = g.assignment, None
+    opts.report("greedy", best)
     exact = _exact_step(instance, opts, best, path)
     if exact is not None:
         if exact.optimal or exact.infeasible:
@@ -54,6 +55,7 @@ def auto(instance: Instance, opts: Options) -> Outcome:
             return exact
         bound = exact.bound
         best = best_placement(instance, best, exact.assignment)[1]
+        opts.report("exact", best, bound)
     if best is None:
         return Outcome(None, path=path, message=g.message)
     best, tb = bound_then_improve(instance, opts, best, path, label="auto:")

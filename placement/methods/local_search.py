@@ -289,6 +289,7 @@ def bound_then_improve(
         bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.3 * opts.budget.left()))
         if bound is not None and label:
             path.append(f"{label}transport_bound")
+        opts.report("bound", best, bound)
     end = opts.budget.before(checks_margin(opts.time_limit_s))
     if end.left() > 0.1:
         ls = local_search(instance, opts.but(start=best, budget=end, previous=None))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from importlib import metadata
 
 from placement.errors import MethodUnavailableError
@@ -50,6 +51,7 @@ def solve(
     previous: Assignment | None = None,
     max_moves: int | None = None,
     move_cost: float = 0.0,
+    progress: Callable[[str, float | None, float | None], None] | None = None,
 ) -> Solution:
     """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
 
@@ -62,6 +64,10 @@ def solve(
     ``local_search`` re-optimise from it moving at most ``max_moves`` workers and/or paying
     ``move_cost`` (objective units) per moved worker; ``stats.moved_workers`` says how
     many moved.  New jobs are placed; jobs no longer in the instance are dropped.
+
+    ``progress(step, objective, bound)`` is told where a method that works in steps (``auto``)
+    stands: the objective of its best placement so far by the evaluator (``None`` when that
+    placement is not valid) and its best bound so far (valid for the true objective).
 
     Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
     :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
@@ -96,6 +102,7 @@ def solve(
         previous=previous,
         max_moves=max_moves,
         move_cost=float(move_cost),
+        progress=None if progress is None else _checked(instance, progress),
     )
     outcome = spec.load()(instance, opts)
     sol = _finish(instance, spec.name, outcome, opts, t0)
@@ -107,6 +114,22 @@ def solve(
         }
         sol = dataclasses.replace(sol, stats={**sol.stats, **extra})
     return sol
+
+
+def _checked(
+    instance: Instance, tell: Callable[[str, float | None, float | None], None]
+) -> Callable[[str, Assignment | None, float | None], None]:
+    """The method-side progress callback: a placement is validated and evaluated, and a bound
+    kept only where it is valid for that objective, before ``tell`` hears of them."""
+
+    def report(step: str, best: Assignment | None, bound: float | None) -> None:
+        objective = None
+        if best is not None and not validate(instance, best):
+            objective = evaluate(instance, best).objective
+            bound, _ = reportable_bound(bound, objective)
+        tell(step, objective, bound)
+
+    return report
 
 
 def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float) -> Solution:

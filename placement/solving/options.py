@@ -8,6 +8,7 @@ whatever it returns.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,10 +40,19 @@ class Options:
     """Re-planning: most workers that may move off their previous servers."""
     move_cost: float = 0.0
     """Re-planning: price (objective units) per moved worker."""
+    progress: Callable[[str, Assignment | None, float | None], None] | None = None
+    """Called by methods that work in steps, after each: ``(step, best placement so far,
+    best valid bound so far)``.  :func:`placement.solve` checks and evaluates what it is
+    given before passing it on (see :func:`report`)."""
 
     def __post_init__(self) -> None:
         if self.budget is NO_BUDGET:
             object.__setattr__(self, "budget", Budget.seconds(self.time_limit_s))
+
+    def report(self, step: str, best: Assignment | None, bound: float | None = None) -> None:
+        """Tell :attr:`progress`, if any, where the method stands."""
+        if self.progress is not None:
+            self.progress(step, best, bound)
 
     def but(self, **changes: Any) -> Options:
         """A copy with ``changes`` (keyword-only, as construction)."""
