@@ -31,6 +31,20 @@ covers loading and writing too."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class FiniteRange(click.FloatRange):
+    """A float option in a range that is a number: ``nan`` and ``inf`` are refused (exit 2)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import math
+
+        v = super().convert(value, param, ctx)
+        if not math.isfinite(v):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return v
+
+
 def _err(msg: str) -> None:
     click.echo(msg, err=True)
 
@@ -111,6 +125,16 @@ def _check_output(output: str | None, *inputs: str | None, option: str = "--outp
             problems.append(f"{option} {output}: is also an input of this command; it would be replaced")
     if problems:
         raise InvalidInputError(problems)
+
+
+def _written(inst: Any) -> dict[str, Any]:
+    """The document of an instance this program made, after the loader's checks: nothing is
+    written that ``placement`` itself would refuse to read."""
+    from placement.formats import instance_from_dict, instance_to_dict
+
+    doc = instance_to_dict(inst)
+    instance_from_dict(doc, source="the instance this command made")
+    return doc
 
 
 def _emit(doc: Any, output: str | None, note: str | None = None) -> None:
@@ -248,7 +272,7 @@ _EXIT = {
 @click.option("-m", "--method", default="auto", show_default=True, help="A name from `placement methods`.")
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=10.0,
     show_default=True,
     help="Seconds for the whole command: loading and writing count; the solver gets the rest (at least 10%).",
@@ -275,7 +299,7 @@ _EXIT = {
 )
 @click.option("--max-moves", type=click.IntRange(min=0), default=None, help="With --previous: move at most K workers.")
 @click.option(
-    "--move-cost", type=click.FloatRange(min=0), default=0.0, help="With --previous: objective units per moved worker."
+    "--move-cost", type=FiniteRange(min=0), default=0.0, help="With --previous: objective units per moved worker."
 )
 @_guard
 def solve(
@@ -350,6 +374,8 @@ def _checked_solution(inst: Any, path: str) -> Any:
     import placement
 
     sol = placement.load_solution(path, inst)
+    if sol.instance != inst.name:
+        _err(f"warning: {path} is a solution of instance {sol.instance!r}, checked here against {inst.name!r}")
     violations = placement.validate(inst, sol.assignment, sol.unplaced)
     if violations:
         _err(f"{path}: invalid placement, {len(violations)} violation(s):")
@@ -383,7 +409,9 @@ def validate(instance: str, solution: str | None) -> None:
 @cli.command()
 @click.argument("instance")
 @click.argument("solution")
-@click.option("--monte-carlo", "samples", type=click.IntRange(min=2), default=None, help="Also simulate N iterations.")
+@click.option(
+    "--monte-carlo", "samples", type=click.IntRange(min=2, max=10**7), default=None, help="Also simulate N iterations."
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the Monte Carlo draws.")
 @_guard
 def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> None:
@@ -488,21 +516,21 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
         ),
         opt(
             "--nic-gbps",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteRange(min=0, min_open=True),
             default=d.nic_gbps,
             show_default=True,
             help="Server-to-rack-switch link bandwidth (Gbit/s).",
         ),
         opt(
             "--uplink-gbps",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteRange(min=0, min_open=True),
             default=d.uplink_gbps,
             show_default=True,
             help="Rack-switch uplink bandwidth (Gbit/s).",
         ),
         opt(
             "--core-gbps",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteRange(min=0, min_open=True),
             default=d.core_gbps,
             show_default=True,
             help="Pod-to-core bandwidth (multi-pod, Gbit/s).",
@@ -516,7 +544,7 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
         ),
         opt(
             "--hot-fraction",
-            type=click.FloatRange(0, 1),
+            type=FiniteRange(0, 1),
             default=d.hot_fraction,
             show_default=True,
             help="Share of servers that straggle often (regime hot).",
@@ -538,14 +566,14 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
         ),
         opt(
             "--load",
-            type=click.FloatRange(0, 4, min_open=True),
+            type=FiniteRange(0, 4, min_open=True),
             default=d.load,
             show_default=True,
             help="GPU demand / free GPUs (above 1 with best_effort).",
         ),
         opt(
             "--used-fraction",
-            type=click.FloatRange(0, 1),
+            type=FiniteRange(0, 1),
             default=d.used_fraction,
             show_default=True,
             help="Share of GPUs already held by running jobs.",
@@ -584,14 +612,14 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
         ),
         opt(
             "--window-start-s",
-            type=float,
+            type=FiniteRange(min=0),
             default=d.window_start_s,
             show_default=True,
             help="With --jobs-from: start of the trace window (s).",
         ),
         opt(
             "--window-hours",
-            type=click.FloatRange(min=0, min_open=True),
+            type=FiniteRange(min=0, min_open=True),
             default=d.window_hours,
             show_default=True,
             help="With --jobs-from: length of the trace window.",
@@ -625,7 +653,6 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
 def generate(output: str | None, **kw: Any) -> None:
     """Generate a seeded instance; its `source` records this command to reproduce it."""
     _check_output(output)
-    from placement.formats import instance_to_dict
     from placement.instances.generate import GeneratorSpec
     from placement.instances.generate import generate as gen
 
@@ -645,7 +672,7 @@ def generate(output: str | None, **kw: Any) -> None:
             f"warning: {inst.name} has no placement of every job ({reason}); "
             "lower --load or use --admission best_effort for a feasible instance"
         )
-    doc = instance_to_dict(inst)
+    doc = _written(inst)
     _emit(
         doc,
         output,
@@ -669,7 +696,7 @@ def generate(output: str | None, **kw: Any) -> None:
 @click.option("--parallel", type=click.IntRange(min=1), default=None, help="Runs at a time (default: cores / threads).")
 @click.option(
     "--grace",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=None,
     help="Seconds past the limit before a run is killed (default max(10, limit/2)).",
 )
@@ -698,6 +725,10 @@ def compare(
     dask: str | None,
 ) -> None:
     """Compare methods on INSTANCES (files, folders or bundled names such as library/medium)."""
+    from pathlib import Path
+
+    if Path(out_dir).exists() and not Path(out_dir).is_dir():
+        raise InvalidInputError([f"-o {out_dir}: exists and is not a folder"])
     from placement.compare.harness import compare as run_compare
     from placement.solving.registry import REGISTRY
 
@@ -773,7 +804,7 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 )
 @click.option(
     "--episode-median-s",
-    type=click.FloatRange(30, 36000),
+    type=FiniteRange(30, 36000),
     default=600.0,
     show_default=True,
     help="Median length of a slow episode (markov).",
@@ -794,20 +825,20 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 )
 @click.option(
     "--decision-time-limit",
-    type=click.FloatRange(min=0, min_open=True, max=3600),
+    type=FiniteRange(min=0, min_open=True, max=3600),
     default=1.0,
     show_default=True,
     help="Seconds per placement decision.",
 )
 @click.option(
     "--round-s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Decide every S seconds instead of at every arrival and completion.",
 )
 @click.option(
     "--estimate-every-s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=600.0,
     show_default=True,
     help="Refit the estimates this often (knowledge estimated).",
@@ -815,20 +846,20 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 @click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="The first N jobs (after the window).")
 @click.option(
     "--window-start-s",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=0.0,
     show_default=True,
     help="Start of the trace window (s).",
 )
 @click.option(
     "--window-hours",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Only jobs submitted within this many hours of --window-start-s.",
 )
 @click.option(
     "--load",
-    type=click.FloatRange(min=0, min_open=True, max=1000),
+    type=FiniteRange(min=0, min_open=True, max=1000),
     default=1.0,
     show_default=True,
     help="Scale the arrival rate (2 = twice as many arrivals per second).",
@@ -844,14 +875,14 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 )
 @click.option(
     "--replan-every-s",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Re-plan running jobs this often (methods auto, local_search).",
 )
 @click.option("--max-moves", type=click.IntRange(min=0), default=None, help="Workers a re-planning may move.")
 @click.option(
     "--restart-s",
-    type=click.FloatRange(min=0),
+    type=FiniteRange(min=0),
     default=0.0,
     show_default=True,
     help="Progress (seconds) a moved job loses.",
@@ -861,7 +892,7 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Configurations at a time.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Kill a configuration still running after this many seconds.",
 )
@@ -1090,7 +1121,6 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     _check_output(output, topology_conf)
     from pathlib import Path
 
-    from placement.formats import instance_to_dict
     from placement.instances.slurm import instance_from_slurm
 
     try:
@@ -1110,7 +1140,7 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
         if isinstance(e, InvalidInputError):
             raise
         raise InvalidInputError([str(e)], source="placement import-slurm") from None
-    _emit(instance_to_dict(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
+    _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
 
 
 @cli.command()
@@ -1155,18 +1185,22 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
 )
 @click.option(
     "--half-life",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Recency half-life, in log iterations (default 1000).",
 )
 @click.option(
     "--prior-strength",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Beta prior pseudo-iterations (default 5).",
 )
 @click.option(
-    "--horizon", type=click.IntRange(min=1), default=1, show_default=True, help="Telemetry steps ahead to forecast."
+    "--horizon",
+    type=click.IntRange(min=1, max=10_000),
+    default=1,
+    show_default=True,
+    help="Telemetry steps ahead to forecast.",
 )
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the instance here (default: stdout)."
@@ -1191,7 +1225,7 @@ def estimate(
 
     import placement
     from placement import estimate as est
-    from placement.formats import instance_to_dict, parse_json
+    from placement.formats import parse_json
 
     inst = placement.resolve_instance(instance)
     if jobs_file:
@@ -1200,7 +1234,7 @@ def estimate(
         data, problems = parse_json(Path(jobs_file).read_text(), what="jobs")
         if problems or not isinstance(data, list):
             raise InvalidInputError(problems or [f"{jobs_file} must hold a JSON list of jobs"], source=jobs_file)
-        doc = instance_to_dict(inst)
+        doc = _written(inst)
         doc["jobs"] = data
         inst = placement.instance_from_dict(doc, source=jobs_file)
     if not (logs or pai or telemetry):
@@ -1228,7 +1262,7 @@ def estimate(
             inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon
         )
         inst = est.apply_estimates(inst, overrides=overrides)
-    _emit(instance_to_dict(inst), output)
+    _emit(_written(inst), output)
     from rich.table import Table
 
     con = _console()
@@ -1257,14 +1291,14 @@ def estimate(
 @click.argument("pai_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--train-fraction",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    type=FiniteRange(0, 1, min_open=True, max_open=True),
     default=0.5,
     show_default=True,
     help="Share of each job's iterations to fit on",
 )
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FiniteRange(min=0, min_open=True),
     default=5.0,
     show_default=True,
     help="For the replay's placements.",

@@ -7,6 +7,7 @@ that reproduces it bit for bit (:func:`from_source`).
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import asdict, dataclass, fields
 from typing import Any
@@ -38,6 +39,12 @@ _MIXES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
     "small": ((1, 2, 4), (5, 3, 2)),
     "large": ((8, 16, 32), (5, 3, 2)),
 }
+
+
+MAX_SERVERS = 100_000
+MAX_JOBS = 1_000_000
+MAX_SCENARIOS = 10_000
+"""Bounds on generated sizes: beyond them a typo, not an instance (refused, not built)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,26 @@ class GeneratorSpec:
         for f in ("pods", "racks", "servers_per_rack", "gpus_per_server", "jobs", "scenarios"):
             if getattr(self, f) < 1:
                 out.append(f"{f} must be an integer >= 1, got {getattr(self, f)}")
+        servers = self.pods * self.racks * self.servers_per_rack
+        if servers > MAX_SERVERS:
+            out.append(f"pods x racks x servers_per_rack = {servers:,} servers, more than {MAX_SERVERS:,}")
+        if self.jobs > MAX_JOBS:
+            out.append(f"jobs must be at most {MAX_JOBS:,}, got {self.jobs:,}")
+        if self.scenarios > MAX_SCENARIOS:
+            out.append(f"scenarios must be at most {MAX_SCENARIOS:,}, got {self.scenarios:,}")
+        for f in (
+            "nic_gbps",
+            "uplink_gbps",
+            "core_gbps",
+            "hot_fraction",
+            "used_fraction",
+            "load",
+            "window_hours",
+            "window_start_s",
+        ):
+            v = getattr(self, f)
+            if isinstance(v, float) and not math.isfinite(v):
+                out.append(f"{f} must be a finite number, got {v}")
         for f in ("nic_gbps", "uplink_gbps", "core_gbps"):
             if not getattr(self, f) > 0:
                 out.append(f"{f} must be > 0, got {getattr(self, f)}")

@@ -12,6 +12,7 @@ use Slurm's bracket syntax (``tux[0-3,7]``, zero-padded ``n[01-12]``, several br
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -20,6 +21,10 @@ from placement.errors import InvalidInputError
 from placement.model import Instance, Link, Scenarios, Switch
 
 __all__ = ["expand_hostlist", "parse_topology_conf", "instance_from_slurm"]
+
+
+MAX_HOSTS = 1_000_000
+"""Most hosts a host list may expand to (a cluster, not a typo like ``gpu[0-99999999999]``)."""
 
 
 def expand_hostlist(text: str) -> list[str]:
@@ -53,6 +58,8 @@ def expand_hostlist(text: str) -> list[str]:
                 a, b = item.split("-", 1)
                 if not (a.isdigit() and b.isdigit()) or int(b) < int(a):
                     raise ValueError(f"bad range {item!r} in host list {text!r}")
+                if int(b) - int(a) + 1 + len(out) > MAX_HOSTS:
+                    raise ValueError(f"host list {text!r} names more than {MAX_HOSTS:,} hosts")
                 width = len(a) if a.startswith("0") else 0
                 out += expand_hostlist(
                     ",".join(f"{head}{str(k).zfill(width)}{tail}" for k in range(int(a), int(b) + 1))
@@ -133,8 +140,8 @@ def instance_from_slurm(text: str, level_gbps: Sequence[float], **generate_optio
     need = max(level.values(), default=0) + 1
     if len(level_gbps) < need:
         raise InvalidInputError([f"level_gbps: the tree has {need} link levels, got {len(level_gbps)} bandwidth(s)"])
-    if any(not b > 0 for b in level_gbps):
-        raise InvalidInputError([f"level_gbps must all be > 0, got {list(level_gbps)}"])
+    if any(not (b > 0 and math.isfinite(b)) for b in level_gbps):
+        raise InvalidInputError([f"level_gbps must all be finite numbers > 0, got {list(level_gbps)}"])
     hosts = [n for ns in nodes.values() for n in ns]
     if not hosts:
         raise InvalidInputError(["topology.conf lists no nodes"])

@@ -29,6 +29,7 @@ from placement.estimate.logs import (
     HALF_LIFE,
     PRIOR_STRENGTH,
     LogData,
+    LogError,
     bin_index,
     bin_values,
     estimate_from_logs,
@@ -108,13 +109,27 @@ def backtest_pai(
 
     log = read_pai(paths)
     train, test = split_log(log, train_fraction)
+    short = [name for name, part in (("training", train), ("held-out", test)) if not len(ratios(part)[3])]
+    if short:
+        raise LogError(
+            [
+                f"the {' and '.join(short)} part{'s have' if len(short) > 1 else ' has'} no iteration with two "
+                f"or more workers: the files hold "
+                f"{len(log.duration)} row(s); a backtest needs several iterations of multi-worker jobs"
+            ],
+            source=", ".join(map(str, paths)),
+        )
     est, fleet = estimate_from_logs(train, half_life=half_life, prior_strength=prior_strength)
     servers = sorted(est)
     nb = len(BIN_EDGES) + 1
     eps = 1e-3
-    none = Slowdown(
-        tuple([1.0] + [float(v) for v in fleet.values[1:]]),
-        tuple([1 - eps] + [eps / (len(fleet.values) - 1)] * (len(fleet.values) - 1)),
+    none = (
+        fleet
+        if len(fleet.values) < 2
+        else Slowdown(
+            tuple([1.0] + [float(v) for v in fleet.values[1:]]),
+            tuple([1 - eps] + [eps / (len(fleet.values) - 1)] * (len(fleet.values) - 1)),
+        )
     )
     models = {
         "estimate": {s: est[s].slowdown for s in servers},

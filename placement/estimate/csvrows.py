@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import math
+import os
+from pathlib import Path
 
 from placement.errors import InvalidInputError
 
-__all__ = ["MAX_LISTED", "raise_problems", "finite_number"]
+__all__ = ["MAX_LISTED", "raise_problems", "finite_number", "csv_text"]
 
 MAX_LISTED = 40
 """Most problems listed in one error (the rest are counted)."""
@@ -26,3 +29,15 @@ def finite_number(text: str) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def csv_text(path: str | os.PathLike[str], cls: type[InvalidInputError]) -> io.StringIO:
+    """The whole file as text for :class:`csv.DictReader`: a file that cannot be read, or is not
+    UTF-8 text, is one problem naming it (never a traceback halfway through the rows)."""
+    p = Path(path)
+    try:
+        return io.StringIO(p.read_text(encoding="utf-8"), newline="")
+    except UnicodeDecodeError as e:
+        raise cls([f"{p.name}: not UTF-8 text (byte {e.start}: {e.reason})"], source=str(p)) from None
+    except OSError as e:
+        raise cls([f"cannot read {p}: {e}"], source=str(p)) from None

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.csvrows import finite_number, raise_problems
+from placement.estimate.csvrows import csv_text, finite_number, raise_problems
 from placement.model.records import Slowdown
 
 __all__ = [
@@ -68,10 +68,7 @@ def read_iteration_log(
         **(columns or {}),
     }
     p = Path(path)
-    try:
-        f = open(p, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the with-block below
-    except OSError as e:
-        raise LogError([f"cannot read {p}: {e}"], source=str(p)) from None
+    f = csv_text(p, LogError)
     with f:
         reader = csv.DictReader(f)
         header = reader.fieldnames or []

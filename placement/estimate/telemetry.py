@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.csvrows import finite_number, raise_problems
+from placement.estimate.csvrows import csv_text, finite_number, raise_problems
 from placement.model.records import Instance, Slowdown
 
 __all__ = [
@@ -47,10 +47,7 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
     """Read ``server, time, cpu, memory, network, gpu``; refuses bad rows (with their line),
     utilisations outside [0, 1], and gaps in a server's time steps."""
     p = Path(path)
-    try:
-        f = open(p, newline="", encoding="utf-8")  # noqa: SIM115 - closed by the with-block below
-    except OSError as e:
-        raise TelemetryError([f"cannot read {p}: {e}"], source=str(p)) from None
+    f = csv_text(p, TelemetryError)
     rows: dict[str, list[tuple[float, list[float], int]]] = defaultdict(list)
     problems: list[str] = []
     with f:
@@ -131,7 +128,7 @@ def read_demands(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
     p = Path(path)
     out: dict[str, dict[str, float]] = {}
     problems = []
-    with open(p, newline="", encoding="utf-8") as f:
+    with csv_text(p, TelemetryError) as f:
         reader = csv.DictReader(f)
         if "job" not in (reader.fieldnames or []):
             raise TelemetryError([f"{p.name}: missing column 'job'"], source=str(p))

@@ -47,6 +47,11 @@ def describe(v: Any) -> str:
     return type(v).__name__  # pragma: no cover
 
 
+MAX_DEPTH = 64
+"""Deepest nesting accepted in a document (free-form fields included): far beyond any real
+document, far below the interpreter's recursion limit."""
+
+
 class _NonFinite:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -84,10 +89,16 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
         return None, [f"malformed JSON {what}: {e.msg} at line {e.lineno} column {e.colno}"]
     except RecursionError:
         return None, [f"malformed JSON {what}: nested too deeply"]
+    except ValueError as e:  # e.g. an integer past Python's int-string limit (4300 digits)
+        return None, [f"malformed JSON {what}: {str(e).split(';')[0]}"]
     problems = [f"duplicate key {k!r} in a JSON object" for k in dict.fromkeys(dup)]
     bad: list[str] = []
+    deep: list[str] = []
 
     def walk(x: Any, path: tuple[str | int, ...]) -> Any:
+        if len(path) > MAX_DEPTH:
+            deep.append(f"{jpath(path[:MAX_DEPTH])} is nested more than {MAX_DEPTH} levels deep")
+            return None
         if isinstance(x, _NonFinite):
             bad.append(f"{jpath(path)} must be a finite number, got {x.text}")
             return None
@@ -98,6 +109,8 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
         return x
 
     data = walk(data, ())
+    if deep:
+        return None, problems + deep[:1]
     return data, problems + bad
 
 
@@ -220,18 +233,22 @@ def read_json_file(
         raise error([f"cannot read {p}: {e}"], source=str(p)) from None
     data, problems = parse_json(text, what=what)
     if data is None:
-        raise error(problems, source=str(p))
+        raise error(problems or [f"the {what} is JSON null; a JSON object is expected"], source=str(p))
     return data, problems, str(p)
 
 
 def write_json_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write JSON to ``path`` via a temporary file and a rename: never a half-written file."""
+    """Write JSON to ``path`` via a temporary file and a rename: never a half-written file.
+    The file gets the permissions any tool's would (``0666`` less the umask)."""
     p = Path(path)
     text = json.dumps(data, indent=1, allow_nan=False) + "\n"
     fd, tmp = tempfile.mkstemp(dir=p.parent if str(p.parent) else ".", prefix=f".{p.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -24,7 +24,11 @@ from placement.solving.budget import Budget
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import REGISTRY, get_method
 
-__all__ = ["solve", "moved_workers"]
+__all__ = ["solve", "moved_workers", "SEED_MODULUS"]
+
+SEED_MODULUS = 2**31 - 1
+"""Seeds reach the methods reduced modulo this, so every backend (CP-SAT takes a 32-bit
+seed) accepts any seed a user gives; the solution's ``stats.seed`` is the seed given."""
 
 
 def _version() -> str:
@@ -95,7 +99,7 @@ def solve(
     t0 = time.monotonic()
     opts = Options(
         time_limit_s=float(time_limit_s),
-        seed=seed,
+        seed=seed % SEED_MODULUS,
         threads=threads,
         start=start,
         budget=Budget(t0 + float(time_limit_s)),
@@ -105,7 +109,7 @@ def solve(
         progress=None if progress is None else _checked(instance, progress),
     )
     outcome = spec.load()(instance, opts)
-    sol = _finish(instance, spec.name, outcome, opts, t0)
+    sol = _finish(instance, spec.name, outcome, opts, t0, seed)
     if previous is not None and sol.status.has_placement:
         extra = {
             "moved_workers": moved_workers(previous, sol.assignment),
@@ -132,10 +136,10 @@ def _checked(
     return report
 
 
-def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float) -> Solution:
+def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: float, given_seed: int) -> Solution:
     stats: dict[str, object] = {
         "time_limit_s": opts.time_limit_s,
-        "seed": opts.seed,
+        "seed": given_seed,
         "threads": opts.threads,
         "backend": out.backend or "placement",
         "backend_version": out.backend_version or _version(),

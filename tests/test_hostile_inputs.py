@@ -1,0 +1,166 @@
+"""Every input a user can type is refused cleanly (issue "Every input a user can type"): exit 2
+with the option, field or row named, no traceback, no destroyed file."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import placement
+from placement.cli.main import cli
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def refused(r, *words: str) -> None:
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+    for w in words:
+        assert w in r.output, r.output
+
+
+@pytest.mark.parametrize("depth", [65, 300, 5000])
+def test_deep_nesting_in_free_form_fields(tmp_path, depth):
+    d = placement.instance_to_dict(placement.load_bundled("tiny"))
+    text = json.dumps(d)[:-1] + ', "metadata": {"x": ' + "[" * depth + "]" * depth + "}}"
+    p = tmp_path / "deep.json"
+    p.write_text(text)
+    refused(run("validate", str(p)), "nested")
+
+
+def test_integers_with_thousands_of_digits(tmp_path):
+    d = json.dumps(placement.instance_to_dict(placement.load_bundled("tiny")))
+    p = tmp_path / "big.json"
+    p.write_text(d.replace('"workers": 1', '"workers": ' + "9" * 5000, 1))
+    refused(run("validate", str(p)), "digits")
+
+
+def test_a_null_document_says_so(tmp_path):
+    p = tmp_path / "null.json"
+    p.write_text("null")
+    refused(run("validate", str(p)), "JSON null")
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.sampled_from(["nan", "inf", "-inf", "NaN", "Infinity"]),
+    st.sampled_from(
+        [
+            ("solve", "tiny", "--time-limit"),
+            ("generate", "--nic-gbps"),
+            ("generate", "--load"),
+            ("simulate", "tiny", "--trace", "elasticflow-cluster03", "--load"),
+            ("estimate", "tiny", "--half-life"),
+        ]
+    ),
+)
+def test_non_finite_numbers_in_options(value, command):
+    r = run(*command, value)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+
+
+def test_level_gbps_must_be_finite(tmp_path):
+    conf = tmp_path / "t.conf"
+    conf.write_text("SwitchName=s0 Nodes=n[0-3]\n")
+    refused(run("import-slurm", str(conf), "--level-gbps", "inf"), "finite")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("evaluate", "tiny", "x.json", "--monte-carlo", "1000000000"), ("--monte-carlo",)),
+        (("generate", "--racks", "100000", "--servers-per-rack", "100000"), ("servers",)),
+        (("generate", "--jobs", "2000000"), ("jobs must be at most",)),
+    ],
+)
+def test_sizes_without_bounds_are_refused_before_any_work(args, words):
+    refused(run(*args), *words)
+
+
+def test_a_hostlist_of_billions_is_refused(tmp_path):
+    conf = tmp_path / "t.conf"
+    conf.write_text("SwitchName=s0 Nodes=gpu[0-99999999999]\n")
+    refused(run("import-slurm", str(conf), "--level-gbps", "100,25"), "more than 1,000,000 hosts")
+
+
+def test_any_seed_reaches_every_backend():
+    inst = placement.load_bundled("tiny")
+    for method in ("cpsat", "greedy", "random"):
+        sol = placement.solve(inst, method, seed=10**30, time_limit_s=5)
+        assert sol.status.has_placement and sol.stats["seed"] == 10**30
+
+
+def test_output_files_honour_the_umask(tmp_path):
+    old = os.umask(0o027)
+    try:
+        out = tmp_path / "x.json"
+        assert run("generate", "--jobs", "2", "-o", str(out)).exit_code == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    finally:
+        os.umask(old)
+
+
+def test_compare_out_pointing_at_a_file(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    refused(run("compare", "tiny", "-m", "greedy", "-o", str(f)), "not a folder")
+    assert f.read_text() == "x"
+
+
+def test_markup_in_ids_is_printed_as_text(tmp_path):
+    inst = placement.load_bundled("tiny")
+    job = inst.jobs[0]
+    odd = inst.replace(jobs=(job.__class__(**{**job.__dict__, "id": "[bold]j[/x]"}),), name="[red]x")
+    p = tmp_path / "odd.json"
+    placement.dump_instance(odd, p)
+    r = run("solve", str(p), "-m", "greedy", "-o", str(tmp_path / "s.json"))
+    assert r.exit_code == 0, r.output
+    assert "[bold]j[/x]" in r.stderr and "[red]x" in r.stderr
+
+
+def test_a_solution_of_another_instance_is_flagged(tmp_path):
+    sol = placement.solve(placement.load_bundled("tiny"), "greedy")
+    p = tmp_path / "s.json"
+    placement.dump_solution(sol, p)
+    other = placement.load_bundled("tiny").replace(name="renamed")
+    q = tmp_path / "renamed.json"
+    placement.dump_instance(other, q)
+    r = run("validate", str(q), str(p))
+    assert r.exit_code == 0 and "is a solution of instance 'tiny'" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["logs", "telemetry", "demands"])
+def test_csv_side_files_that_are_not_utf8(tmp_path, kind):
+    bad = tmp_path / "bad.csv"
+    good_tel = tmp_path / "tel.csv"
+    good_tel.write_text(
+        "server,time,cpu,memory,network,gpu\n" + "".join(f"s0,{t},0.5,0.5,0.5,0.5\n" for t in range(10))
+    )
+    good_dem = tmp_path / "dem.csv"
+    good_dem.write_text("job,cpu\nj0,0.1\n")
+    header = {
+        "logs": b"job,worker,server,iteration,duration\n",
+        "telemetry": b"server,time,cpu,memory,network,gpu\n",
+        "demands": b"job,cpu\n",
+    }[kind]
+    bad.write_bytes(header + b"j,0,\xff\xfe,1,100\n")
+    args = {
+        "logs": ("--logs", str(bad)),
+        "telemetry": ("--telemetry", str(bad), "--demands", str(good_dem)),
+        "demands": ("--telemetry", str(good_tel), "--demands", str(bad)),
+    }[kind]
+    refused(run("estimate", "tiny", *args, "-o", str(tmp_path / "o.json")), "not UTF-8")
+
+
+def test_a_one_row_pai_file(tmp_path):
+    p = tmp_path / "job_1_norm.csv"
+    p.write_text(",worker,gpu,time,batch_time_norm\n0,0,100,0,500\n")
+    refused(run("backtest", str(p)), "no iteration with two or more workers")
