@@ -1357,9 +1357,26 @@ for _name, _text in _SHORT_HELP.items():
     cli.commands[_name].short_help = _text
 
 
+EXIT_INTERRUPTED = 130
+"""Interrupted by the user (128 + SIGINT, the shell's convention)."""
+
+
 def main() -> None:
-    """Console-script entry point; usage errors exit 2 (click's own convention)."""
-    cli(prog_name="placement")
+    """Console-script entry point; usage errors exit 2 (click's own convention); an interrupt
+    exits 130 with one line (output files are written by rename, so none is left half-written)."""
+    try:
+        cli(prog_name="placement", standalone_mode=False)
+    except click.exceptions.Abort:
+        _err("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
 
 
 if __name__ == "__main__":  # pragma: no cover

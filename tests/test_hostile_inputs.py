@@ -164,3 +164,41 @@ def test_a_one_row_pai_file(tmp_path):
     p = tmp_path / "job_1_norm.csv"
     p.write_text(",worker,gpu,time,batch_time_norm\n0,0,100,0,500\n")
     refused(run("backtest", str(p)), "no iteration with two or more workers")
+
+
+def test_an_over_long_csv_field(tmp_path):
+    p = tmp_path / "long.csv"
+    p.write_text("job,worker,server,iteration,duration\nj,0,s0,1," + "9" * 200_000 + "\n")
+    refused(run("estimate", "tiny", "--logs", str(p), "-o", str(tmp_path / "o.json")), "row 2", "field larger")
+
+
+def test_an_interrupt_exits_130_with_one_line_and_no_file(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "sim"  # one long configuration runs in the command's own process
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "placement.cli.main",
+            "simulate",
+            "pod256",
+            "--trace",
+            "elasticflow-cluster04",
+            "--no-reference",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    t = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert time.monotonic() - t < 5 and not (out / "summary.json").exists()

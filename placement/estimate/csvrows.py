@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import os
@@ -36,8 +37,15 @@ def csv_text(path: str | os.PathLike[str], cls: type[InvalidInputError]) -> io.S
     UTF-8 text, is one problem naming it (never a traceback halfway through the rows)."""
     p = Path(path)
     try:
-        return io.StringIO(p.read_text(encoding="utf-8"), newline="")
+        text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise cls([f"{p.name}: not UTF-8 text (byte {e.start}: {e.reason})"], source=str(p)) from None
     except OSError as e:
         raise cls([f"cannot read {p}: {e}"], source=str(p)) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        for _ in reader:
+            pass
+    except csv.Error as e:  # a field past the csv module's limit, a stray quote, a NUL byte
+        raise cls([f"{p.name} row {reader.line_num}: {e}"], source=str(p)) from None
+    return io.StringIO(text, newline="")
