@@ -222,9 +222,25 @@ def _warm_highs() -> type:
                 if pairs:
                     idx, val = zip(*pairs)
                     lp.solverModel.setSolution(len(idx), np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=float))
-            lp.solverModel.run()
+            _interruptible_run(lp.solverModel)
 
     return WarmHiGHS
+
+
+def _interruptible_run(h: Any) -> None:
+    """``h.run()`` in HiGHS's own thread, so that Ctrl-C reaches Python at once: the solve is
+    cancelled, waited for, and the interrupt raised again (HiGHS otherwise holds it until it
+    stops by itself)."""
+    h.HandleUserInterrupt = True  # HiGHS checks a cancel flag at its interrupt points
+    h.startSolve()
+    try:
+        while not h.wait(0.1)[0]:
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        while not h.wait(0.1)[0]:
+            pass
+        raise
 
 
 def _bound(backend: str, b: Built, log: str | None, status: Termination) -> float | None:
