@@ -1364,6 +1364,12 @@ EXIT_INTERRUPTED = 130
 def main() -> None:
     """Console-script entry point; usage errors exit 2 (click's own convention); an interrupt
     exits 130 with one line (output files are written by rename, so none is left half-written)."""
+    import signal
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt  # the same clean stop as Ctrl-C: isolated runs killed, nothing partial
+
+    signal.signal(signal.SIGTERM, terminate)
     try:
         cli(prog_name="placement", standalone_mode=False)
     except click.exceptions.Abort:

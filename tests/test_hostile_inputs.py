@@ -202,3 +202,49 @@ def test_an_interrupt_exits_130_with_one_line_and_no_file(tmp_path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert time.monotonic() - t < 5 and not (out / "summary.json").exists()
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_an_interrupted_compare_leaves_no_worker_and_no_temporary_file(tmp_path, sig):
+    import glob
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "placement-run-*.json")))
+    out = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "placement.cli.main",
+            "compare",
+            "library/medium/hetero",
+            "library/medium/hot",
+            "-m",
+            "cpsat",
+            "--time-limits",
+            "60",
+            "--parallel",
+            "2",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)
+    proc.send_signal(getattr(signal, sig))
+    t = time.monotonic()
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert time.monotonic() - t < 5
+    time.sleep(0.5)
+    workers = subprocess.run(["pgrep", "-f", "placement.compare.worker"], capture_output=True, text=True).stdout
+    assert workers.strip() == "", workers
+    after = set(glob.glob(os.path.join(tempfile.gettempdir(), "placement-run-*.json")))
+    assert after <= before
+    assert not (out / "runs.jsonl").exists() or (out / "runs.jsonl").read_text() == ""

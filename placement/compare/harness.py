@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -100,6 +101,7 @@ def isolated(
     fd, out = tempfile.mkstemp(prefix="placement-run-", suffix=".json")
     os.close(fd)
     t0 = time.monotonic()
+    proc: subprocess.Popen[str] | None = None
     try:
         proc = subprocess.Popen(
             [sys.executable, "-m", module, out],
@@ -108,6 +110,8 @@ def isolated(
             stderr=subprocess.PIPE,
             text=True,
         )
+        with _LIVE_LOCK:
+            _LIVE.add(proc)
         try:
             _, err = proc.communicate(json.dumps(payload), timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -131,8 +135,27 @@ def isolated(
         row.update(json.loads(text))
         return row
     finally:
+        if proc is not None:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
         with contextlib.suppress(OSError):
             os.unlink(out)
+
+
+_LIVE: set[subprocess.Popen[str]] = set()
+"""The isolated runs' processes alive now (killed together when the sweep is interrupted)."""
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_live_runs() -> int:
+    """Kill every isolated run still alive (their temporary files go with their threads);
+    returns how many."""
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for p in procs:
+        with contextlib.suppress(OSError):
+            p.kill()
+    return len(procs)
 
 
 def isolated_run(run: Run, grace_s: float | None = None) -> dict[str, Any]:
@@ -297,9 +320,11 @@ def run_all(
             try:
                 for f in as_completed(futs):
                     done(f.result())
-            except KeyboardInterrupt:  # pragma: no cover - interactive
+            except KeyboardInterrupt:
+                # no row is recorded past this point: a resumed sweep re-runs what was cut short
                 for f in futs:
                     f.cancel()
+                stop_live_runs()
                 raise
 
 
