@@ -227,10 +227,14 @@ def _warm_highs() -> type:
     return WarmHiGHS
 
 
+CANCEL_WAIT_S = 1.0
+"""How long an interrupted solve waits for HiGHS to stop before the interrupt goes on."""
+
+
 def _interruptible_run(h: Any) -> None:
     """``h.run()`` in HiGHS's own thread, so that Ctrl-C reaches Python at once: the solve is
-    cancelled, waited for, and the interrupt raised again (HiGHS otherwise holds it until it
-    stops by itself)."""
+    cancelled and the interrupt raised again within ``CANCEL_WAIT_S`` (HiGHS otherwise holds
+    it until it stops by itself)."""
     h.HandleUserInterrupt = True  # HiGHS checks a cancel flag at its interrupt points
     h.startSolve()
     try:
@@ -238,8 +242,9 @@ def _interruptible_run(h: Any) -> None:
             pass
     except KeyboardInterrupt:
         h.cancelSolve()
-        while not h.wait(0.1)[0]:
-            pass
+        # HiGHS honours the cancel at its next interrupt point; if that is not within a
+        # second, leave its daemon thread to the process's exit
+        h.wait(CANCEL_WAIT_S)
         raise
 
 
