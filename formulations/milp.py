@@ -30,7 +30,7 @@ from typing import Any
 
 from placement.formulations.index import ProblemIndex, index_instance
 from placement.formulations.packing import disaggregate
-from placement.formulations.quiet import native_stdout_silenced
+from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE_RTOL
 from placement.problem.rules import RESOURCES
@@ -222,30 +222,9 @@ def _warm_highs() -> type:
                 if pairs:
                     idx, val = zip(*pairs)
                     lp.solverModel.setSolution(len(idx), np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=float))
-            _interruptible_run(lp.solverModel)
+            interruptible_run(lp.solverModel)
 
     return WarmHiGHS
-
-
-CANCEL_WAIT_S = 1.0
-"""How long an interrupted solve waits for HiGHS to stop before the interrupt goes on."""
-
-
-def _interruptible_run(h: Any) -> None:
-    """``h.run()`` in HiGHS's own thread, so that Ctrl-C reaches Python at once: the solve is
-    cancelled and the interrupt raised again within ``CANCEL_WAIT_S`` (HiGHS otherwise holds
-    it until it stops by itself)."""
-    h.HandleUserInterrupt = True  # HiGHS checks a cancel flag at its interrupt points
-    h.startSolve()
-    try:
-        while not h.wait(0.1)[0]:
-            pass
-    except KeyboardInterrupt:
-        h.cancelSolve()
-        # HiGHS honours the cancel at its next interrupt point; if that is not within a
-        # second, leave its daemon thread to the process's exit
-        h.wait(CANCEL_WAIT_S)
-        raise
 
 
 def _bound(backend: str, b: Built, log: str | None, status: Termination) -> float | None:

@@ -1,4 +1,5 @@
-"""Keep native solver banners off the process's stdout (the CLI writes JSON there)."""
+"""Living with native solvers: their banners kept off the process's stdout (the CLI writes JSON
+there), and HiGHS runs that Ctrl-C can stop."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["native_stdout_silenced"]
+__all__ = ["native_stdout_silenced", "interruptible_run", "CANCEL_WAIT_S"]
 
 
 @contextlib.contextmanager
@@ -29,3 +31,24 @@ def native_stdout_silenced() -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+CANCEL_WAIT_S = 1.0
+"""How long an interrupted solve waits for HiGHS to stop before the interrupt goes on."""
+
+
+def interruptible_run(h: Any) -> None:
+    """``h.run()`` in HiGHS's own thread, so that Ctrl-C reaches Python at once: the solve is
+    cancelled and the interrupt raised again within ``CANCEL_WAIT_S`` (HiGHS otherwise holds
+    it until it stops by itself)."""
+    h.HandleUserInterrupt = True  # HiGHS checks a cancel flag at its interrupt points
+    h.startSolve()
+    try:
+        while not h.wait(0.1)[0]:
+            pass
+    except KeyboardInterrupt:
+        h.cancelSolve()
+        # HiGHS honours the cancel at its next interrupt point; if that is not within a
+        # second, leave its daemon thread to the process's exit
+        h.wait(CANCEL_WAIT_S)
+        raise

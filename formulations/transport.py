@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from placement.evaluation.bounds import job_lower_bound
-from placement.formulations.quiet import native_stdout_silenced
+from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
 from placement.problem.arrays import arrays_of
@@ -103,7 +103,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     lp.a_matrix_.value_ = np.ones(2 * n)
     with native_stdout_silenced():
         h.passModel(lp)
-        h.run()
+        interruptible_run(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     return (float(h.getInfo().objective_function_value) + constant) * (1 - TRANSPORT_LP_RTOL)

