@@ -9,57 +9,138 @@ time is lowest, trading it against the all-reduce cost of spreading a job out.
 >>> sol.status.value
 'optimal'
 
-Importing this package imports no solver: OR-Tools and PuLP load only when a method
-that needs them runs.  The layers inside (records, formats and the problem's rules,
+Importing this package imports almost nothing: each name below loads its module on first use
+(a command starts fast, and Ctrl-C during start-up stops it cleanly); OR-Tools and PuLP load
+only when a method that needs them runs.  The layers inside (records, formats and the problem's rules,
 evaluation, solving, methods and formulations, tools) are described in the README's
 "Architecture" section.
 """
 
-from placement.errors import (
-    InstanceError,
-    InvalidInputError,
-    MethodUnavailableError,
-    PlacementError,
-    SolutionFormatError,
-    UnknownMethodError,
-)
-from placement.evaluation import (
-    Evaluation,
-    MonteCarloResult,
-    Violation,
-    evaluate,
-    lower_bound,
-    monte_carlo,
-    validate,
-)
-from placement.formats import (
-    dump_instance,
-    dump_solution,
-    instance_from_dict,
-    instance_to_dict,
-    load_instance,
-    load_solution,
-    solution_from_dict,
-    solution_to_dict,
-)
-from placement.instances import bundled_names, load_bundled, resolve_instance
-from placement.model import (
-    Instance,
-    Job,
-    JobReport,
-    Link,
-    Scenarios,
-    Server,
-    Slowdown,
-    Solution,
-    Status,
-    Switch,
-)
-from placement.problem import Cluster, Domain, cluster_of
-from placement.simulation import SimConfig, SimResult, simulate
-from placement.solving import REGISTRY, MethodSpec, Options, Outcome, get_method, list_methods, solve
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "InstanceError": "placement.errors",
+    "InvalidInputError": "placement.errors",
+    "MethodUnavailableError": "placement.errors",
+    "PlacementError": "placement.errors",
+    "SolutionFormatError": "placement.errors",
+    "UnknownMethodError": "placement.errors",
+    "Evaluation": "placement.evaluation",
+    "MonteCarloResult": "placement.evaluation",
+    "Violation": "placement.evaluation",
+    "evaluate": "placement.evaluation",
+    "lower_bound": "placement.evaluation",
+    "monte_carlo": "placement.evaluation",
+    "validate": "placement.evaluation",
+    "dump_instance": "placement.formats",
+    "dump_solution": "placement.formats",
+    "instance_from_dict": "placement.formats",
+    "instance_to_dict": "placement.formats",
+    "load_instance": "placement.formats",
+    "load_solution": "placement.formats",
+    "solution_from_dict": "placement.formats",
+    "solution_to_dict": "placement.formats",
+    "bundled_names": "placement.instances",
+    "load_bundled": "placement.instances",
+    "resolve_instance": "placement.instances",
+    "Instance": "placement.model",
+    "Job": "placement.model",
+    "JobReport": "placement.model",
+    "Link": "placement.model",
+    "Scenarios": "placement.model",
+    "Server": "placement.model",
+    "Slowdown": "placement.model",
+    "Solution": "placement.model",
+    "Status": "placement.model",
+    "Switch": "placement.model",
+    "Cluster": "placement.problem",
+    "Domain": "placement.problem",
+    "cluster_of": "placement.problem",
+    "SimConfig": "placement.simulation",
+    "SimResult": "placement.simulation",
+    "simulate": "placement.simulation",
+    "REGISTRY": "placement.solving",
+    "MethodSpec": "placement.solving",
+    "Options": "placement.solving",
+    "Outcome": "placement.solving",
+    "get_method": "placement.solving",
+    "list_methods": "placement.solving",
+    "solve": "placement.solving",
+}
+"""Public name -> the module it comes from (loaded when the name is first used)."""
+
+_SUBPACKAGES = frozenset(
+    {
+        "bench",
+        "compare",
+        "cli",
+        "errors",
+        "estimate",
+        "evaluation",
+        "formats",
+        "formulations",
+        "instances",
+        "methods",
+        "model",
+        "problem",
+        "simulation",
+        "solving",
+        "testing",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"placement.{name}")
+    raise AttributeError(f"module 'placement' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # the same names, for type checkers and IDEs
+    from placement.errors import (
+        InstanceError,
+        InvalidInputError,
+        MethodUnavailableError,
+        PlacementError,
+        SolutionFormatError,
+        UnknownMethodError,
+    )
+    from placement.evaluation import (
+        Evaluation,
+        MonteCarloResult,
+        Violation,
+        evaluate,
+        lower_bound,
+        monte_carlo,
+        validate,
+    )
+    from placement.formats import (
+        dump_instance,
+        dump_solution,
+        instance_from_dict,
+        instance_to_dict,
+        load_instance,
+        load_solution,
+        solution_from_dict,
+        solution_to_dict,
+    )
+    from placement.instances import bundled_names, load_bundled, resolve_instance
+    from placement.model import Instance, Job, JobReport, Link, Scenarios, Server, Slowdown, Solution, Status, Switch
+    from placement.problem import Cluster, Domain, cluster_of
+    from placement.simulation import SimConfig, SimResult, simulate
+    from placement.solving import REGISTRY, MethodSpec, Options, Outcome, get_method, list_methods, solve
 
 __all__ = [
     "Cluster",

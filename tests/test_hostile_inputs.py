@@ -290,3 +290,49 @@ def test_an_interrupt_stops_an_exact_solve_within_seconds(tmp_path, method):
         assert "interrupted" in err and not out.exists()
     else:
         assert proc.returncode == 0 and placement.load_solution(out).status.has_placement
+
+
+@pytest.mark.parametrize(
+    "conf, words",
+    [
+        ("SwitchName=s0 Switches=s0\nSwitchName=leaf Nodes=n[0-1]\n", ("switch cycle",)),
+        ("SwitchName=leaf Nodes=leaf,n1\n", ("duplicates node id 'leaf'", "self-loop")),
+    ],
+)
+def test_import_slurm_never_writes_what_the_loader_refuses(tmp_path, conf, words):
+    p = tmp_path / "t.conf"
+    p.write_text(conf)
+    out = tmp_path / "i.json"
+    refused(run("import-slurm", str(p), "--level-gbps", "100,25,10", "-o", str(out)), *words)
+    assert not out.exists()
+
+
+def test_an_interrupt_during_start_up_is_one_line(tmp_path):
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    exe = shutil.which("placement")
+    if exe is None:
+        pytest.skip("the placement console script is not installed in this environment")
+    for delay in (0.25, 0.6):  # while the modules load, or once the command runs: the same answer
+        proc = subprocess.Popen(
+            [
+                exe,
+                "simulate",
+                "pod256",
+                "--trace",
+                "elasticflow-cluster04",
+                "--no-reference",
+                "-o",
+                str(tmp_path / f"s{delay}"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130 and "Traceback" not in err and "interrupted" in err, (delay, err)
