@@ -947,7 +947,7 @@ def simulate(
     from placement.compare.harness import read_rows
     from placement.simulation.dynamics import DYNAMICS
     from placement.simulation.engine import KNOWLEDGE, SimConfig
-    from placement.simulation.runner import load_inputs, plan_runs, run_one, simulate_sweep, write_outputs
+    from placement.simulation.runner import load_inputs, plan_runs, simulate_sweep
     from placement.solving.registry import get_method
 
     names = _csv_list(methods, "methods")
@@ -1009,7 +1009,7 @@ def simulate(
     done = {r["label"] for r in read_rows(out / "runs.jsonl") if r.get("status") == "finished"}
     todo = [r for r in runs if r.label not in done]
     if len(todo) == 1 and dask is None:
-        rows = _simulate_here(todo[0], runs, out, run_one, write_outputs, read_rows)
+        rows = _simulate_here(todo[0], runs, out)
     else:
         rows = simulate_sweep(
             runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=lambda m: click.echo(m, err=True)
@@ -1020,9 +1020,11 @@ def simulate(
         sys.exit(EXIT_INTERNAL)
 
 
-def _simulate_here(run: Any, runs: list[Any], out: Any, run_one: Any, write_outputs: Any, read_rows: Any) -> list[Any]:
+def _simulate_here(run: Any, runs: list[Any], out: Any) -> list[Any]:
     """One configuration to run: in this process, with a progress bar of jobs finished."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from placement.simulation.runner import report_runs, run_one
 
     out.mkdir(parents=True, exist_ok=True)
     prog = Progress(
@@ -1043,11 +1045,7 @@ def _simulate_here(run: Any, runs: list[Any], out: Any, run_one: Any, write_outp
         row, _ = run_one(run, progress=progress)
     with open(out / "runs.jsonl", "a") as f:
         f.write(json.dumps(row) + "\n")
-    labels = {r.label for r in runs}
-    latest = {r["label"]: r for r in read_rows(out / "runs.jsonl") if r.get("label") in labels}
-    rows = [latest[r.label] for r in runs if r.label in latest]
-    write_outputs(rows, out)
-    return rows
+    return report_runs(runs, out)
 
 
 def _simulation_table(rows: list[Any]) -> None:

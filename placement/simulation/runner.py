@@ -26,6 +26,7 @@ __all__ = [
     "isolated_sim",
     "simulate_sweep",
     "write_outputs",
+    "report_runs",
     "knowledge_label",
     "JOB_FIELDS",
 ]
@@ -214,9 +215,13 @@ def simulate_sweep(
         timeout_s=timeout_s,
         describe=lambda row: f"{row['label']}: {row['status']}",
     )
-    labels = {r.label for r in runs}
-    rows = [r for r in read_rows(jsonl) if r.get("label") in labels]
-    latest = {r["label"]: r for r in rows}  # a re-run after a crash replaces the crashed row
+    return report_runs(runs, out)
+
+
+def report_runs(runs: Sequence[SimRun], out: Path) -> list[dict[str, Any]]:
+    """The rows of ``runs`` in ``out/runs.jsonl`` (the latest of each: a re-run after a crash
+    replaces the crashed row), in plan order, with the folder's outputs written from them."""
+    latest = {r["label"]: r for r in read_rows(out / "runs.jsonl")}
     rows = [latest[r.label] for r in runs if r.label in latest]
     write_outputs(rows, out)
     return rows
