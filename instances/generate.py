@@ -8,15 +8,27 @@ that reproduces it bit for bit (:func:`from_source`).
 from __future__ import annotations
 
 import math
+import re
 import shlex
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
 
 from placement.model import Instance, Job, Link, Scenarios, Server, Slowdown, Switch
 
-__all__ = ["GeneratorSpec", "generate", "from_source", "TOPOLOGIES", "REGIMES", "JOB_MIXES", "GPU_TYPES"]
+__all__ = [
+    "GeneratorSpec",
+    "generate",
+    "populate",
+    "gpu_profile",
+    "from_source",
+    "TOPOLOGIES",
+    "REGIMES",
+    "JOB_MIXES",
+    "GPU_TYPES",
+]
 
 TOPOLOGIES = ("leaf-spine", "multi-pod")
 REGIMES = ("calm", "hot", "heavy-tail", "correlated", "pai")
@@ -197,6 +209,206 @@ def _slowdown(rng: np.random.Generator, regime: str, hot: bool) -> Slowdown:
     return Slowdown((1.0, 1.3, 2.0, 5.0, 10.0), tuple(float(x) for x in p))
 
 
+# Datacenter GPUs a real cluster reports (Kubernetes' nvidia.com/gpu.product, Slurm's gres
+# type) beyond the generator's own types: (relative speed to A100, GPU-to-GPU bandwidth inside
+# a server, Gbit/s; NVLink generation for SXM parts, PCIe 4.0 x16 = 256 for PCIe cards).
+_REAL_GPU_TYPES: dict[str, tuple[float, float]] = {
+    "B200": (2.5, 7200.0),
+    "H200": (1.8, 3600.0),
+    "H800": (1.6, 1600.0),
+    "A800": (1.0, 1600.0),
+    "L40S": (0.9, 256.0),
+    "L40": (0.75, 256.0),
+    "A40": (0.6, 256.0),
+    "A30": (0.55, 256.0),
+    "A10G": (0.45, 256.0),
+    "A10": (0.45, 256.0),
+    "L4": (0.35, 256.0),
+    "P100": (0.3, 640.0),
+}
+UNKNOWN_GPU_PROFILE = (1.0, 256.0)
+"""An unrecognised GPU type: speed of an A100, PCIe 4.0 x16 between its GPUs."""
+
+
+def gpu_profile(gpu_type: str) -> tuple[float, float]:
+    """``(relative speed, intra-server GPU bandwidth in Gbit/s)`` of a GPU type named as a
+    real cluster names it: ``"NVIDIA-A100-SXM4-80GB"`` -> A100's, ``"Tesla-T4"`` -> T4's.
+    The longest known name contained in ``gpu_type`` (case-insensitive) wins, so ``A10G``
+    is not read as ``A10``; an unknown type gets :data:`UNKNOWN_GPU_PROFILE`."""
+    from placement.instances.traces import ALIBABA_GPU_TYPES
+
+    known = {**_REAL_GPU_TYPES, **ALIBABA_GPU_TYPES, **GPU_TYPES}
+    name = gpu_type.upper()
+    if name in known:
+        return known[name]
+    for key in sorted(known, key=len, reverse=True):
+        if re.search(rf"(?<![A-Z0-9]){re.escape(key)}(?![0-9])", name):
+            return known[key]
+    return UNKNOWN_GPU_PROFILE
+
+
+def populate(
+    servers: Sequence[Server],
+    switches: Sequence[Switch],
+    links: Sequence[Link],
+    spec: GeneratorSpec | None = None,
+    **kw: object,
+) -> Instance:
+    """An instance on a real cluster (servers, switches and links read from Slurm or
+    Kubernetes) with seeded slowdowns and jobs from the generator's options: each server is
+    hot with probability ``hot_fraction`` and draws its slowdown from ``regime`` (for
+    ``correlated``, a rack is the switch a server links to); jobs follow ``job_mix`` (or
+    ``jobs_from``), sized to ``load`` x the free GPUs, with the speeds of the GPU types
+    present (:func:`gpu_profile`). The topology options of the spec are not used."""
+    if spec is None:
+        spec = GeneratorSpec(**kw)  # type: ignore[arg-type]
+    elif kw:
+        spec = GeneratorSpec(**{**asdict(spec), **kw})
+    bad = [p for p in spec.problems() if not p.startswith(("pods x racks", "gpu_types"))]
+    if bad:
+        raise ValueError("; ".join(bad))
+    if not servers:
+        raise ValueError("the cluster has no server with a GPU")
+    rng = np.random.default_rng(spec.seed)
+    hot_fraction = spec.hot_fraction
+    if spec.regime == "pai":
+        from placement.instances.traces import PAI_STRAGGLER_SHARE
+
+        hot_fraction = PAI_STRAGGLER_SHARE
+    drawn: list[Server] = []
+    for s in servers:
+        hot = bool(rng.random() < hot_fraction)
+        sd = _slowdown(rng, spec.regime, hot)
+        drawn.append(replace(s, slowdown=Slowdown() if spec.regime == "correlated" else sd))
+    switch_pos = {w.id: k for k, w in enumerate(switches)}
+    uplink: dict[str, int] = {}
+    for ln in links:
+        for a, b in ((ln.source, ln.target), (ln.target, ln.source)):
+            if b in switch_pos:
+                uplink.setdefault(a, switch_pos[b])
+    rack_of = [uplink.get(s.id, 0) for s in drawn]
+    scenarios = None
+    if spec.regime == "correlated":
+        scenarios = _correlated(rng, spec, drawn, rack_of, max(1, len(switches)), hot_fraction)
+    speeds = {s.gpu_type: gpu_profile(s.gpu_type) for s in drawn}
+    jobs = _jobs(rng, spec, drawn, speeds, per_worker_resources=False)
+    return Instance(
+        name=spec.name or f"cluster-{len(drawn)}-{spec.regime}-{spec.jobs}j-s{spec.seed}",
+        servers=tuple(drawn),
+        jobs=tuple(jobs),
+        switches=tuple(switches),
+        links=tuple(links),
+        scenarios=scenarios,
+        objective=spec.objective,
+        admission=spec.admission,
+        source=f"slowdowns and jobs: {spec.command().replace('placement generate', 'generator options', 1)}",
+    )
+
+
+def _correlated(
+    rng: np.random.Generator,
+    spec: GeneratorSpec,
+    servers: list[Server],
+    rack_of: list[int],
+    n_racks: int,
+    hot_fraction: float,
+) -> Scenarios:
+    """Joint scenarios: scenario 0 is nominal; in each other one a rack's switch congests
+    (every server of that rack slows by one factor) and random hot servers slow down."""
+    S = spec.scenarios
+    base = float(np.round(rng.uniform(0.55, 0.75), 3))
+    rest = rng.dirichlet(np.ones(S - 1)) * (1 - base) if S > 1 else np.zeros(0)
+    probs = [base] + [float(x) for x in np.round(rest, 4)]
+    probs[0] = round(1.0 - sum(probs[1:]), 4)
+    table = {s.id: [1.0] * S for s in servers}
+    for s in range(1, S):
+        rack = int(rng.integers(n_racks))
+        factor = float(np.round(rng.uniform(1.3, 2.5), 2))
+        for i, s_ in enumerate(servers):
+            if rack_of[i] == rack:
+                table[s_.id][s] = factor
+            elif rng.random() < hot_fraction / 2:
+                table[s_.id][s] = float(np.round(rng.uniform(1.2, 3.0), 2))
+    table = {k: v for k, v in table.items() if any(x != 1.0 for x in v)}
+    return Scenarios(tuple(probs), {k: tuple(v) for k, v in table.items()})
+
+
+def _jobs(
+    rng: np.random.Generator,
+    spec: GeneratorSpec,
+    servers: list[Server],
+    speeds: dict[str, tuple[float, float]],
+    *,
+    per_worker_resources: bool,
+) -> list[Job]:
+    """Jobs of the spec's mix (or trace), gang sizes scaled so that the demand is about
+    ``load`` x the free GPUs of ``servers``."""
+    free = sum(s.free_gpus for s in servers)
+    sizes_all, weights = _MIXES[spec.job_mix]
+    cap = max(1, min(max(sizes_all), free // 2 if free >= 2 else 1))
+    choices = [(s, w) for s, w in zip(sizes_all, weights) if s <= cap] or [(1, 1.0)]
+    cs = np.array([c[0] for c in choices])
+    ws = np.array([c[1] for c in choices], dtype=float)
+    sizes = rng.choice(cs, size=spec.jobs, p=ws / ws.sum())
+    target = max(spec.jobs, int(spec.load * free))
+    while sizes.sum() > target and sizes.max() > 1:
+        i = int(np.argmax(sizes))
+        sizes[i] = max(1, sizes[i] // 2)
+    present = sorted({s.gpu_type for s in servers})
+    jobs = []
+    if spec.jobs_from == "elasticflow-cluster03":
+        from placement.instances.traces import elasticflow_jobs
+
+        rows = elasticflow_jobs(
+            window_start_s=spec.window_start_s,
+            window_s=spec.window_hours * 3600.0,
+            max_gpus=max(1, free // 2),
+            limit=spec.jobs,
+        )
+        if not rows:
+            raise ValueError(
+                f"no ElasticFlow job of at most {max(1, free // 2)} GPUs in the window "
+                f"[{spec.window_start_s:g} s, +{spec.window_hours:g} h)"
+            )
+        for r in rows:
+            speed = {t: speeds[t][0] for t in present} if len(present) > 1 else None
+            jobs.append(
+                Job(
+                    id=f"ef-{r['id']}",
+                    workers=r["workers"],
+                    compute_ms=max(r["compute_ms"], 0.001),
+                    gradient_mb=r["gradient_mb"],
+                    iterations=r["iterations"],
+                    gpu_speed=speed,
+                    cpus_per_worker=4.0 if per_worker_resources else None,
+                    memory_gb_per_worker=16.0 if per_worker_resources else None,
+                )
+            )
+        sizes = np.zeros(0, dtype=np.int64)
+    for k, w in enumerate(sizes):
+        compute = float(np.round(rng.lognormal(np.log(120), 0.5), 1))
+        grad = float(np.round(rng.choice([25, 100, 350, 1300]) * rng.uniform(0.8, 1.2), 1))
+        iters = int(rng.choice([1000, 5000, 20000, 100000]))
+        speed = None
+        if len(present) > 1:
+            allowed = [t for t in present if rng.random() < 0.8] or [present[0]]
+            speed = {t: speeds[t][0] for t in allowed}
+        jobs.append(
+            Job(
+                id=f"j{k}",
+                workers=int(w),
+                compute_ms=compute,
+                gradient_mb=grad,
+                iterations=iters,
+                weight=float(rng.choice([1.0, 1.0, 2.0])),
+                gpu_speed=speed,
+                cpus_per_worker=float(rng.choice([4.0, 8.0, 12.0])) if spec.cpu_memory else None,
+                memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
+            )
+        )
+    return jobs
+
+
 def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
     """A seeded instance; ``generate(racks=4, seed=3)`` or ``generate(GeneratorSpec(...))``.
 
@@ -286,87 +498,8 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
                 links.append(Link(f"tor{k}", sp.id, spec.uplink_gbps))
     scenarios = None
     if spec.regime == "correlated":
-        S = spec.scenarios
-        # scenario 0: nominal; others: one rack's switch congests, plus random hot servers
-        base = float(np.round(rng.uniform(0.55, 0.75), 3))
-        rest = rng.dirichlet(np.ones(S - 1)) * (1 - base) if S > 1 else np.zeros(0)
-        probs = [base] + [float(x) for x in np.round(rest, 4)]
-        probs[0] = round(1.0 - sum(probs[1:]), 4)
-        table = {s.id: [1.0] * S for s in servers}
-        for s in range(1, S):
-            rack = int(rng.integers(n_racks))
-            factor = float(np.round(rng.uniform(1.3, 2.5), 2))
-            for i, s_ in enumerate(servers):
-                if rack_of[i] == rack:
-                    table[s_.id][s] = factor
-                elif rng.random() < hot_fraction / 2:
-                    table[s_.id][s] = float(np.round(rng.uniform(1.2, 3.0), 2))
-        table = {k: v for k, v in table.items() if any(x != 1.0 for x in v)}
-        scenarios = Scenarios(tuple(probs), {k: tuple(v) for k, v in table.items()})
-    # jobs: gang sizes from the mix, scaled so that the demand is about load x free GPUs
-    free = sum(s.free_gpus for s in servers)
-    sizes_all, weights = _MIXES[spec.job_mix]
-    cap = max(1, min(max(sizes_all), free // 2 if free >= 2 else 1))
-    choices = [(s, w) for s, w in zip(sizes_all, weights) if s <= cap] or [(1, 1.0)]
-    cs = np.array([c[0] for c in choices])
-    ws = np.array([c[1] for c in choices], dtype=float)
-    sizes = rng.choice(cs, size=spec.jobs, p=ws / ws.sum())
-    target = max(spec.jobs, int(spec.load * free))
-    while sizes.sum() > target and sizes.max() > 1:
-        i = int(np.argmax(sizes))
-        sizes[i] = max(1, sizes[i] // 2)
-    present = sorted({s.gpu_type for s in servers})
-    jobs = []
-    if spec.jobs_from == "elasticflow-cluster03":
-        from placement.instances.traces import elasticflow_jobs
-
-        rows = elasticflow_jobs(
-            window_start_s=spec.window_start_s,
-            window_s=spec.window_hours * 3600.0,
-            max_gpus=max(1, free // 2),
-            limit=spec.jobs,
-        )
-        if not rows:
-            raise ValueError(
-                f"no ElasticFlow job of at most {max(1, free // 2)} GPUs in the window "
-                f"[{spec.window_start_s:g} s, +{spec.window_hours:g} h)"
-            )
-        for r in rows:
-            speed = {t: speeds[t][0] for t in present} if len(present) > 1 else None
-            jobs.append(
-                Job(
-                    id=f"ef-{r['id']}",
-                    workers=r["workers"],
-                    compute_ms=max(r["compute_ms"], 0.001),
-                    gradient_mb=r["gradient_mb"],
-                    iterations=r["iterations"],
-                    gpu_speed=speed,
-                    cpus_per_worker=4.0 if shapes is not None else None,
-                    memory_gb_per_worker=16.0 if shapes is not None else None,
-                )
-            )
-        sizes = np.zeros(0, dtype=np.int64)
-    for k, w in enumerate(sizes):
-        compute = float(np.round(rng.lognormal(np.log(120), 0.5), 1))
-        grad = float(np.round(rng.choice([25, 100, 350, 1300]) * rng.uniform(0.8, 1.2), 1))
-        iters = int(rng.choice([1000, 5000, 20000, 100000]))
-        speed = None
-        if len(present) > 1:
-            allowed = [t for t in present if rng.random() < 0.8] or [present[0]]
-            speed = {t: speeds[t][0] for t in allowed}
-        jobs.append(
-            Job(
-                id=f"j{k}",
-                workers=int(w),
-                compute_ms=compute,
-                gradient_mb=grad,
-                iterations=iters,
-                weight=float(rng.choice([1.0, 1.0, 2.0])),
-                gpu_speed=speed,
-                cpus_per_worker=float(rng.choice([4.0, 8.0, 12.0])) if spec.cpu_memory else None,
-                memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
-            )
-        )
+        scenarios = _correlated(rng, spec, servers, rack_of, n_racks, hot_fraction)
+    jobs = _jobs(rng, spec, servers, speeds, per_worker_resources=shapes is not None)
     name = spec.name or (
         f"{spec.topology}-{n_racks}x{spec.servers_per_rack}-{spec.servers_from}-{spec.regime}-{spec.jobs}j-s{spec.seed}"
         if spec.servers_from
