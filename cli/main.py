@@ -1141,6 +1141,133 @@ def import_slurm(topology_conf: str, level_gbps: str, output: str | None, **kw: 
     _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
 
 
+def _check_output_dir(output: str, *inputs: str | None) -> None:
+    """Refuse an output folder that cannot be written, before any work (exit 2)."""
+    from pathlib import Path
+
+    p = Path(output)
+    problems = []
+    if p.exists() and not p.is_dir():
+        problems.append(f"--output {output}: is a file; give a folder")
+    elif p.exists() and not os.access(p, os.W_OK):
+        problems.append(f"--output {output}: cannot write there (permission denied)")
+    elif not p.exists() and not (p.parent if str(p.parent) else Path(".")).is_dir():
+        problems.append(f"--output {output}: the folder {str(p.parent)!r} does not exist")
+    for i in inputs:
+        if i and Path(i).exists() and p.exists() and p.resolve() == Path(i).resolve():
+            problems.append(f"--output {output}: is also an input of this command")
+    if problems:
+        raise InvalidInputError(problems)
+
+
+@cli.command()
+@click.argument("solution", type=click.Path(exists=True, dir_okay=False))
+@click.option("--instance", "instance", required=True, help="The instance SOLUTION places (a file or a bundled name).")
+@click.option(
+    "--to", "target", required=True, type=click.Choice(["volcano", "podgroup", "kueue", "slurm"]), help="Target system."
+)
+@click.option(
+    "-o", "--output", type=click.Path(file_okay=False), help="Folder for the files (default: <solution>-<target>)."
+)
+@click.option("--image", default=None, help="Container image of every worker (Kubernetes targets).")
+@click.option("--command", "command", default="python train.py", show_default=True, help="What every rank runs.")
+@click.option("--namespace", default="default", show_default=True, help="Kubernetes namespace.")
+@click.option(
+    "--queue", default="default", show_default=True, help="Volcano Queue, or Kueue LocalQueue (queue-name label)."
+)
+@click.option(
+    "--scheduler-name",
+    default="scheduler-plugins-scheduler",
+    show_default=True,
+    help="podgroup: the scheduler running the Coscheduling plugin.",
+)
+@click.option(
+    "--level-labels",
+    default=None,
+    help="kueue: node label keys of the network tiers, innermost first (default: the imported labels, else "
+    "placement.io/tier-<t>, with label-nodes.sh to set them).",
+)
+@click.option("--partition", default=None, help="slurm: the partition (#SBATCH --partition).")
+@click.option("--time", "time_limit", default=None, help="slurm: the job's time limit (#SBATCH --time), e.g. 2:00:00.")
+@_guard
+def export(
+    solution: str,
+    instance: str,
+    target: str,
+    output: str | None,
+    image: str | None,
+    command: str,
+    namespace: str,
+    queue: str,
+    scheduler_name: str,
+    level_labels: str | None,
+    partition: str | None,
+    time_limit: str | None,
+) -> None:
+    """Hand SOLUTION's placement to a cluster: one file per placed job (Volcano Job, PodGroup
+    with pinned Pods, Kueue Job, or sbatch script with its host file) plus the target's
+    cluster files (HyperNodes, Kueue Topology)."""
+    from pathlib import Path
+
+    import placement
+    from placement.export import DEFAULT_IMAGE, ExportOptions, export, write_files
+    from placement.export.names import dns_label
+
+    out = output or f"{Path(solution).with_suffix('')}-{target}"
+    _check_output_dir(out, solution, instance)
+    problems = []
+    if not dns_label(namespace, limit=63) == namespace:
+        problems.append(f"--namespace {namespace!r}: must be a DNS-1123 label (a-z, 0-9, '-')")
+    labels = None
+    if level_labels is not None:
+        labels = tuple(x.strip() for x in level_labels.split(",") if x.strip())
+        if not labels:
+            problems.append("--level-labels: give at least one label key")
+    if problems:
+        raise InvalidInputError(problems)
+    inst = placement.resolve_instance(instance)
+    sol = placement.load_solution(solution, inst)
+    opts = ExportOptions(
+        image=image or DEFAULT_IMAGE,
+        command=command,
+        namespace=namespace,
+        queue=queue,
+        scheduler_name=scheduler_name,
+        level_labels=labels,
+        partition=partition,
+        time_limit=time_limit,
+    )
+    files = export(inst, sol, target, opts)
+    written = write_files(files, out)
+    _err(f"wrote {len(written)} file(s) to {out}/: {', '.join(p.name for p in written)}")
+
+
+@cli.command("import-placement")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False))
+@click.option("--instance", "instance", required=True, help="The instance the manifests place (file or bundled name).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here (default: stdout).")
+@_guard
+def import_placement(folder: str, instance: str, output: str | None) -> None:
+    """Read the placement back from FOLDER's exported files (any target) as a solution of
+    INSTANCE, validated and evaluated (exit 2 if it is not a valid placement)."""
+    import placement
+    from placement.export import read_placement
+    from placement.formats import solution_to_dict
+    from placement.solving import placed
+
+    _check_output(output, instance)
+    inst = placement.resolve_instance(instance)
+    assignment = read_placement(folder)
+    unknown = [j for j in assignment if j not in inst.job_by_id]
+    if unknown:
+        raise InvalidInputError([f"{folder}: job {j!r} is not in instance {inst.name!r}" for j in unknown])
+    violations = placement.validate(inst, assignment)
+    if violations:
+        raise InvalidInputError([f"{folder}: {v.message}" for v in violations], source=folder)
+    sol = placed(inst, assignment, "import-placement")
+    _emit(solution_to_dict(sol), output, f"{len(sol.assignment)} job(s), objective {sol.objective:.6g}")
+
+
 @cli.command()
 @click.argument("instance")
 @click.option(
@@ -1347,6 +1474,8 @@ _SHORT_HELP = {
     "compare": "Compare methods on many instances (isolated, resumable).",
     "simulate": "Simulate a trace of arrivals over time; report JCT.",
     "import-slurm": "Build an instance on a Slurm topology.conf.",
+    "export": "Write manifests (Volcano, PodGroup, Kueue) or sbatch scripts for a solution.",
+    "import-placement": "Read a placement back from exported manifests or scripts.",
     "estimate": "Learn slowdowns from iteration logs and telemetry.",
     "backtest": "Backtest the slowdown estimator on PAI per-worker logs.",
 }

@@ -80,6 +80,7 @@ _SUBPACKAGES = frozenset(
         "errors",
         "estimate",
         "evaluation",
+        "export",
         "formats",
         "formulations",
         "instances",

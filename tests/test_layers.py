@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "placement.bench",
         "placement.estimate",
         "placement.simulation",
+        "placement.export",
         "placement.testing",
     ),
     ("placement",),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from placement.solving.backend import Backend, BackendResult, Termination
 from placement.solving.budget import Budget
-from placement.solving.driver import moved_workers, solve
+from placement.solving.driver import moved_workers, placed, solve
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import (
     EXACT_PREFERENCE,
@@ -31,5 +31,6 @@ __all__ = [
     "get_method",
     "list_methods",
     "moved_workers",
+    "placed",
     "solve",
 ]

@@ -24,7 +24,7 @@ from placement.solving.budget import Budget
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import REGISTRY, get_method
 
-__all__ = ["solve", "moved_workers", "SEED_MODULUS"]
+__all__ = ["solve", "placed", "moved_workers", "SEED_MODULUS"]
 
 SEED_MODULUS = 2**31 - 1
 """Seeds reach the methods reduced modulo this, so every backend (CP-SAT takes a 32-bit
@@ -118,6 +118,16 @@ def solve(
         }
         sol = dataclasses.replace(sol, stats={**sol.stats, **extra})
     return sol
+
+
+def placed(instance: Instance, assignment: Assignment, method: str, *, message: str | None = None) -> Solution:
+    """A placement made elsewhere (read back from manifests, or a running cluster) as a
+    :class:`Solution`: validated and evaluated as every method's answer is; ``error`` with the
+    violations when it is not valid.  Its bound is the instance's general lower bound."""
+    t0 = time.monotonic()
+    opts = Options(time_limit_s=0.0, seed=0, threads=1, budget=Budget(t0))
+    out = Outcome(dict(assignment), backend="placement", message=message)
+    return _finish(instance, method, out, opts, t0, 0)
 
 
 def _checked(

@@ -1,0 +1,32 @@
+"""What an export is told beyond the placement: image, command, namespace, queue, names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ExportOptions", "TARGETS", "DEFAULT_IMAGE"]
+
+TARGETS = ("volcano", "podgroup", "kueue", "slurm")
+"""Where a placement can be exported to (``placement export --to``)."""
+
+DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """Options of :func:`placement.export.export`; every field has a working default.
+
+    ``level_labels`` are node label keys for the instance's network tiers, innermost first
+    (as ``placement import-k8s --level-labels`` reads them); by default the labels an
+    imported instance came with, else ``placement.io/tier-1``, ``-2``, ...
+    """
+
+    image: str = DEFAULT_IMAGE
+    command: str = "python train.py"
+    namespace: str = "default"
+    queue: str = "default"
+    scheduler_name: str = "scheduler-plugins-scheduler"
+    level_labels: tuple[str, ...] | None = None
+    master_port: int = 29500
+    partition: str | None = None
+    time_limit: str | None = None
