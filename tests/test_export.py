@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import k8s_schemas  # tests/k8s_schemas.py: the CRD and client-model checks
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -22,8 +23,6 @@ from placement.instances.generate import generate
 from placement.problem import cluster_of
 from placement.solving import placed
 from placement.testing import assignments, instances
-
-k8s_schemas = pytest.importorskip("k8s_schemas", reason="tests/k8s_schemas.py (the CRD and client-model checks)")
 
 K8S_TARGETS = ("volcano", "podgroup", "kueue")
 
