@@ -473,10 +473,12 @@ def methods(fmt: str) -> None:
 
 
 _TOPOLOGY_OPTIONS = ("topology", "pods", "racks", "servers_per_rack", "nic_gbps", "uplink_gbps", "core_gbps")
+_SERVER_OPTIONS = ("gpus_per_server", "gpu_types", "used_fraction", "servers_from", "prove_optimum")
+"""Generator options a real cluster's own servers replace (``import-k8s``)."""
 """Generator options that shape the network: an imported topology replaces them."""
 
 
-def _generate_options(fn: F, *, topology: bool = True) -> F:
+def _generate_options(fn: F, *, topology: bool = True, servers: bool = True) -> F:
     from placement.instances.generate import JOB_MIXES, JOB_SOURCES, REGIMES, SERVER_SOURCES, TOPOLOGIES, GeneratorSpec
 
     d = GeneratorSpec()
@@ -640,7 +642,10 @@ def _generate_options(fn: F, *, topology: bool = True) -> F:
         opt("--name", default=d.name, help="Instance name (default: derived from the options)."),
     ]
     for decls, o in reversed(opts):
-        if not topology and decls[0].lstrip("-").replace("-", "_") in _TOPOLOGY_OPTIONS:
+        key = decls[0].lstrip("-").split("/")[0].replace("-", "_")
+        if not topology and key in _TOPOLOGY_OPTIONS:
+            continue
+        if not servers and key in _SERVER_OPTIONS:
             continue
         fn = o(fn)
     return fn
@@ -1216,7 +1221,7 @@ def export(
     out = output or f"{Path(solution).with_suffix('')}-{target}"
     _check_output_dir(out, solution, instance)
     problems = []
-    if not dns_label(namespace, limit=63) == namespace:
+    if dns_label(namespace, limit=63) != namespace:
         problems.append(f"--namespace {namespace!r}: must be a DNS-1123 label (a-z, 0-9, '-')")
     labels = None
     if level_labels is not None:
@@ -1266,6 +1271,103 @@ def import_placement(folder: str, instance: str, output: str | None) -> None:
         raise InvalidInputError([f"{folder}: {v.message}" for v in violations], source=folder)
     sol = placed(inst, assignment, "import-placement")
     _emit(solution_to_dict(sol), output, f"{len(sol.assignment)} job(s), objective {sol.objective:.6g}")
+
+
+def _job_options(fn: F) -> F:
+    return _generate_options(fn, topology=False, servers=False)
+
+
+def _number_list(text: str, option: str) -> list[float]:
+    import math
+
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise InvalidInputError([f"{option} must be comma-separated numbers, got {text!r}"]) from None
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise InvalidInputError([f"{option} must be finite numbers > 0, got {text!r}"])
+    return values
+
+
+@cli.command("import-k8s")
+@click.argument("nodes_json", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--pods",
+    "pods_json",
+    type=click.Path(exists=True, dir_okay=False),
+    help="kubectl get pods -A -o json: the GPUs already in use.",
+)
+@click.option(
+    "--hypernodes",
+    "hypernodes_json",
+    type=click.Path(exists=True, dir_okay=False),
+    help="kubectl get hypernodes -o json: Volcano's network tree (instead of node labels).",
+)
+@click.option(
+    "--level-labels",
+    default=None,
+    help="Node label keys of the network levels, innermost first (default: the first known family present: "
+    "network.topology.nvidia.com/*, GKE gce-topology-*, AWS network-node-layer-*, topology.kubernetes.io/zone; "
+    "'' for none).",
+)
+@click.option(
+    "--level-gbps", default=None, help="Bandwidth of the links into each level, innermost first (default 200,100,...)."
+)
+@_job_options
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here (default: stdout).")
+@_guard
+def import_k8s(
+    nodes_json: str,
+    pods_json: str | None,
+    hypernodes_json: str | None,
+    level_labels: str | None,
+    level_gbps: str | None,
+    output: str | None,
+    **kw: Any,
+) -> None:
+    """Build an instance on a Kubernetes cluster from `kubectl get nodes -o json` (GPU nodes:
+    GPUs, GPU type, CPU, memory, topology labels); slowdowns and jobs come from the generator
+    options."""
+    from pathlib import Path
+
+    from placement.formats.parse import read_json_file
+    from placement.instances.generate import GeneratorSpec
+    from placement.instances.kubernetes import instance_from_kubernetes
+
+    _check_output(output, nodes_json, pods_json, hypernodes_json)
+    docs: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, path in (("nodes", nodes_json), ("pods", pods_json), ("hypernodes", hypernodes_json)):
+        if path:
+            data, found, _ = read_json_file(path, InvalidInputError, f"{key} list")
+            problems += [f"{Path(path).name}: {p}" for p in found]
+            docs[key] = data
+    if problems:
+        raise InvalidInputError(problems)
+    labels = None if level_labels is None else [x.strip() for x in level_labels.split(",") if x.strip()]
+    gbps = None if level_gbps is None else _number_list(level_gbps, "--level-gbps")
+    defaults = GeneratorSpec()
+    given = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if v != getattr(defaults, k, v) and k != "name"]
+    for flag, value in (("--level-labels", level_labels), ("--level-gbps", level_gbps)):
+        if value is not None:
+            given.append(f"{flag} {value}")
+    name = kw.pop("name") or f"k8s-{Path(nodes_json).stem}"
+    command = f"placement import-k8s {Path(nodes_json).name} {' '.join(given)}".strip()
+    try:
+        inst = instance_from_kubernetes(
+            docs["nodes"],
+            pods=docs.get("pods"),
+            hypernodes=docs.get("hypernodes"),
+            level_labels=labels,
+            level_gbps=gbps,
+            **kw,
+        )
+    except ValueError as e:
+        if isinstance(e, InvalidInputError):
+            raise
+        raise InvalidInputError([str(e)], source="placement import-k8s") from None
+    inst = inst.replace(name=name, source=f"{command}  ({inst.source})")
+    _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
 
 
 @cli.command()
@@ -1474,6 +1576,7 @@ _SHORT_HELP = {
     "compare": "Compare methods on many instances (isolated, resumable).",
     "simulate": "Simulate a trace of arrivals over time; report JCT.",
     "import-slurm": "Build an instance on a Slurm topology.conf.",
+    "import-k8s": "Build an instance on a Kubernetes cluster (kubectl get nodes -o json).",
     "export": "Write manifests (Volcano, PodGroup, Kueue) or sbatch scripts for a solution.",
     "import-placement": "Read a placement back from exported manifests or scripts.",
     "estimate": "Learn slowdowns from iteration logs and telemetry.",

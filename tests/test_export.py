@@ -4,6 +4,7 @@ object would be accepted by the real schemas, ranks ring through servers then ra
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import k8s_schemas  # tests/k8s_schemas.py: the CRD and client-model checks
 import pytest
@@ -174,8 +175,14 @@ def test_kueue_uses_imported_level_labels_and_refuses_a_wrong_count(fleet, solve
     levels = [lv["nodeLabel"] for lv in yaml.safe_load(files["topology.yaml"].split("---")[0])["spec"]["levels"]]
     assert levels == ["zone", "pod", "rack", "kubernetes.io/hostname"]
     assert "rack=" not in files["label-nodes.sh"]  # the nodes carry their own labels
+    # two labels name tiers 1-2; a job across pods (tier 3, the whole cluster) needs none
+    two = export(fleet, solved, "kueue", ExportOptions(level_labels=("rack", "pod")))
+    tiers = tiers_of(fleet)
+    for jid, alloc in solved.assignment.items():
+        ann = list(yaml.safe_load_all(two[f"{jid}.yaml"]))[0]["spec"]["template"]["metadata"]["annotations"]
+        assert (ann == {}) == (len(alloc) > 1 and tiers.job_tier(alloc) == 3)
     with pytest.raises(InvalidInputError, match="3 network tier"):
-        export(fleet, solved, "kueue", ExportOptions(level_labels=("a", "b")))
+        export(fleet, solved, "kueue", ExportOptions(level_labels=("a",)))
 
 
 def test_export_refuses_a_foreign_or_invalid_solution(fleet, solved):
@@ -281,3 +288,40 @@ def test_cli_refusals_exit_2_without_output(tmp_path):
     r = runner.invoke(cli, ["import-placement", str(folder), "--instance", str(inst)])
     assert r.exit_code == 2 and "broken.yaml: not YAML" in r.output
     assert "Traceback" not in r.output
+
+
+def test_round_trip_from_kubectl_json_to_manifests_and_back(tmp_path):
+    """import-k8s a cluster, solve, export to every Kubernetes target, import-placement: the
+    same assignment; the Kueue topology uses the nodes' own topology labels."""
+    data = Path(__file__).parent / "data" / "k8s"
+    runner = CliRunner()
+    inst, sol = tmp_path / "cluster.json", tmp_path / "plan.json"
+    r = runner.invoke(
+        cli,
+        ["import-k8s", str(data / "dgx-nodes.json"), "--pods", str(data / "dgx-pods.json"), "--jobs", "3"]
+        + ["--job-mix", "large", "--seed", "3", "-o", str(inst)],
+    )
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(cli, ["solve", str(inst), "-m", "greedy", "-q", "-o", str(sol)])
+    assert r.exit_code == 0, r.output
+    planned = json.loads(sol.read_text())["assignment"]
+    assert planned and any(len(a) > 1 for a in planned.values())
+    for target in K8S_TARGETS:
+        folder = tmp_path / target
+        r = runner.invoke(cli, ["export", str(sol), "--instance", str(inst), "--to", target, "-o", str(folder)])
+        assert r.exit_code == 0, r.output
+        for f in folder.glob("*.yaml"):
+            for d in yaml.safe_load_all(f.read_text()):
+                assert k8s_schemas.validate(d) == [], (target, f.name)
+        back = tmp_path / f"back-{target}.json"
+        r = runner.invoke(cli, ["import-placement", str(folder), "--instance", str(inst), "-o", str(back)])
+        assert r.exit_code == 0, r.output
+        assert json.loads(back.read_text())["assignment"] == planned
+    topo = next(yaml.safe_load_all((tmp_path / "kueue" / "topology.yaml").read_text()))
+    levels = [lv["nodeLabel"] for lv in topo["spec"]["levels"]]
+    assert levels == [
+        "network.topology.nvidia.com/core",
+        "network.topology.nvidia.com/spine",
+        "network.topology.nvidia.com/leaf",
+        "kubernetes.io/hostname",
+    ]

@@ -38,6 +38,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 GPU = "nvidia.com/gpu"
 TIER_LABEL = "placement.io/tier-{}"
 CLUSTER_LABEL = "placement.io/cluster"
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 
 
 def _dump(objects: Sequence[Mapping[str, Any]]) -> str:
@@ -47,20 +48,26 @@ def _dump(objects: Sequence[Mapping[str, Any]]) -> str:
 
 
 def level_labels(instance: Instance, options: ExportOptions) -> tuple[tuple[str, ...], bool]:
-    """Node label keys of tiers 1..top (innermost first), and whether they are the package's
+    """Node label keys of tiers 1..L (innermost first), and whether they are the package's
     own (``placement.io/tier-<t>``, which ``label-nodes.sh`` puts on the nodes) rather than
-    labels the nodes already carry."""
+    labels the nodes already carry.  L is the instance's top tier, or one less when the top
+    tier is the whole cluster joined by a root switch no node label names (``import-k8s``
+    adds one over several top-level values): a job needing that tier needs no label."""
     top = tiers_of(instance).top
+    fits = (top, top - 1) if top > 1 else (top,)
     given = options.level_labels
     if given is None:
         imported = instance.metadata.get("kubernetes", {})
         labels = imported.get("level_labels") if isinstance(imported, Mapping) else None
-        if isinstance(labels, (list, tuple)) and len(labels) == top:
+        if isinstance(labels, (list, tuple)) and len(labels) in fits:
             given = tuple(str(x) for x in labels)
     if given is None:
         return tuple(TIER_LABEL.format(t) for t in range(1, top + 1)), True
-    if len(given) != top:
-        raise ValueError(f"--level-labels: the instance has {top} network tier(s), got {len(given)} label(s)")
+    if len(given) not in fits:
+        raise ValueError(
+            f"--level-labels: the instance has {top} network tier(s), got {len(given)} label(s) "
+            f"(give {' or '.join(map(str, fits))}, innermost first)"
+        )
     return tuple(given), False
 
 
@@ -302,7 +309,9 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
         stem = file_stem(job.id)
         order = server_order(instance, servers)
         tier = tiers.job_tier(order)
-        required = HOSTNAME_LABEL if len(order) == 1 or tier == 0 else labels[tier - 1]
+        required = HOSTNAME_LABEL if len(order) == 1 or tier == 0 else None
+        if required is None and tier <= len(labels):
+            required = labels[tier - 1]
         env = [
             {
                 "name": "RANK",
@@ -331,7 +340,7 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
                 "template": {
                     "metadata": {
                         "labels": {JOB_LABEL: stem},
-                        "annotations": {"kueue.x-k8s.io/podset-required-topology": required},
+                        "annotations": {} if required is None else {REQUIRED_TOPOLOGY: required},
                     },
                     "spec": {
                         "subdomain": stem,
