@@ -227,7 +227,7 @@ def test_any_valid_placement_survives_the_round_trip(data):
     sol = placed(inst, data.draw(assignments(inst, complete=True)), "witness")
     if not sol.status.has_placement:
         return
-    for target in K8S_TARGETS:
+    for target in (*K8S_TARGETS, "slurm"):
         files = export(inst, sol, target)
         back: dict[str, dict[str, int]] = {}
         import tempfile
@@ -245,11 +245,11 @@ def test_cli_export_then_import_placement(tmp_path):
     sol = tmp_path / "sol.json"
     r = runner.invoke(cli, ["solve", str(inst), "-m", "greedy", "-q", "-o", str(sol)])
     assert r.exit_code == 0, r.output
-    for target in K8S_TARGETS:
+    for target in (*K8S_TARGETS, "slurm"):
         r = runner.invoke(cli, ["export", str(sol), "--instance", str(inst), "--to", target])
         assert r.exit_code == 0, r.output
         folder = tmp_path / f"sol-{target}"
-        assert folder.is_dir() and list(folder.glob("*.yaml"))
+        assert folder.is_dir() and list(folder.glob("*.sbatch" if target == "slurm" else "*.yaml"))
         back = tmp_path / f"back-{target}.json"
         r = runner.invoke(cli, ["import-placement", str(folder), "--instance", str(inst), "-o", str(back)])
         assert r.exit_code == 0, r.output

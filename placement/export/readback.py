@@ -3,7 +3,8 @@
 What each target pins is read from where the target keeps it: a Volcano task's node
 affinity times its ``replicas``; a PodGroup pod's node affinity; a Kueue Job's
 ``placement.io/assignment`` annotation (advice); a Slurm job's ``.hosts`` file (one host per
-rank).  The job id is the ``placement.io/job-id`` annotation, or the Slurm ``--job-name``.
+rank).  The job id is the ``placement.io/job-id`` annotation, or the Slurm script's
+``placement-job-id`` header (else its ``--job-name``).
 """
 
 from __future__ import annotations
@@ -103,15 +104,28 @@ def _read_yaml(path: Path, out: dict[str, dict[str, int]], problems: list[str]) 
                 _add(out, jid, str(node), k)
 
 
-_JOB_NAME = re.compile(r"^#SBATCH\s+(?:--job-name[= ]|-J\s*)(\S+)", re.M)
+_JOB_ID_LINE = re.compile(r"^# placement-job-id: (.+)$", re.M)
+_JOB_NAME = re.compile(r'^#SBATCH\s+(?:--job-name[= ]|-J\s*)("[^"]*"|\S+)', re.M)
+
+
+def _slurm_job_id(script: str) -> str | None:
+    """The job id an exported script names: its ``placement-job-id`` header (JSON), else
+    its ``--job-name`` (quotes dropped, as sbatch drops them)."""
+    m = _JOB_ID_LINE.search(script)
+    if m:
+        try:
+            jid = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            jid = None
+        if isinstance(jid, str):
+            return jid
+    m = _JOB_NAME.search(script)
+    return m.group(1).strip('"') if m else None
 
 
 def _read_hosts(path: Path, out: dict[str, dict[str, int]], problems: list[str]) -> None:
     script = path.with_suffix(".sbatch")
-    jid = None
-    if script.exists():
-        m = _JOB_NAME.search(script.read_text(encoding="utf-8"))
-        jid = m.group(1).strip("'\"") if m else None
+    jid = _slurm_job_id(script.read_text(encoding="utf-8")) if script.exists() else None
     if jid is None:
         problems.append(f"{path.name}: no {script.name} with '#SBATCH --job-name' beside it")
         return

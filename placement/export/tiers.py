@@ -9,6 +9,7 @@ otherwise.  A job confined to a domain of tier t needs nothing wider than tier t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,7 +45,8 @@ class Tiers:
     def names(self) -> tuple[str, ...]:
         """A DNS-1123 name per domain: the switch every server of the domain links to, when
         there is exactly one such switch and it links to no other server (a top-of-rack
-        switch), else ``tier<t>-<k>``, k counting the tier's domains in server order."""
+        switch), else ``tier<t>-<k>``, k counting the tier's domains in server order (and
+        ``tier<t>-<index>`` for all when two switch names would meet)."""
         inst = self.instance
         cluster = cluster_of(inst)
         server_ids = set(cluster.server_ids)
@@ -63,8 +65,8 @@ class Tiers:
             if switch is None:
                 k = count[t] = count.get(t, -1) + 1
                 names[d.index] = f"tier{t}-{k}"
-            else:
-                names[d.index] = dns_label(switch)
+            else:  # an imported switch "<label>=<value>" or "hypernode/<name>" goes by its value
+                names[d.index] = dns_label(re.split(r"[=/]", switch)[-1] or switch)
         if len(set(names)) < len(names):  # two switches shared a sanitised name: fall back
             return tuple(f"tier{self.tier[d.index]}-{d.index}" for d in cluster.domains)
         return tuple(names)
