@@ -325,3 +325,40 @@ def test_round_trip_from_kubectl_json_to_manifests_and_back(tmp_path):
         "network.topology.nvidia.com/leaf",
         "kubernetes.io/hostname",
     ]
+
+
+def _readme_commands(heading: str) -> list[list[str]]:
+    """The `placement ...` lines of the first code block after ``heading`` in the README."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = text[text.index(heading) :].split("```", 2)[1]
+    lines = block.replace("\\\n", " ").splitlines()
+    return [shlex.split(ln)[1:] for ln in lines if ln.startswith("placement ")]
+
+
+@pytest.mark.parametrize(
+    ("heading", "job", "servers", "script"),
+    [
+        ("**Kubernetes**, from", "j2", {"dgx-b02": 5, "dgx-c02": 3}, None),
+        ("**Slurm**, from", "j1", {"s2": 8, "s3": 8}, "--nodes=2 --nodelist=s2,s3 --ntasks=16 --ntasks-per-node=8"),
+    ],
+)
+def test_the_readme_workflows_run_as_written(heading, job, servers, script, tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[1]
+    commands = _readme_commands(heading)
+    assert [c[0] for c in commands][:1] in (["import-k8s"], ["import-slurm"]) and len(commands) == 3
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    for args in commands:
+        args = [str(root / a) if a.startswith("tests/data/") else a for a in args]
+        r = runner.invoke(cli, args)
+        assert r.exit_code == 0, (args, r.output)
+    assert json.loads((tmp_path / "plan.json").read_text())["assignment"][job] == servers
+    if script:
+        options = " ".join(
+            ln.split(" ", 1)[1]
+            for ln in (tmp_path / "jobs" / f"{job}.sbatch").read_text().splitlines()
+            if ln.startswith("#SBATCH")
+        )
+        assert script in options
