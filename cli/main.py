@@ -1646,11 +1646,14 @@ def main() -> None:
     signal.signal(signal.SIGTERM, terminate)
     try:
         cli(prog_name="placement", standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         _err("interrupted")
-        sys.exit(EXIT_INTERRUPTED)
-    except KeyboardInterrupt:
-        _err("interrupted")
+        from placement.formulations.quiet import native_solve_interrupted
+
+        if native_solve_interrupted():  # a HiGHS solve thread not joined: exit without destructors
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as e:
         e.show()

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["native_stdout_silenced", "interruptible_run", "CANCEL_WAIT_S"]
+__all__ = ["native_stdout_silenced", "interruptible_run", "native_solve_interrupted", "CANCEL_WAIT_S"]
 
 
 @contextlib.contextmanager
@@ -49,6 +49,20 @@ def interruptible_run(h: Any) -> None:
     except KeyboardInterrupt:
         h.cancelSolve()
         # HiGHS honours the cancel at its next interrupt point; if that is not within a
-        # second, leave its daemon thread to the process's exit
+        # second, its solve goes on in its own thread.  Either way the Highs object is kept
+        # alive: destroying it (or exiting normally) with its solve thread not joined aborts
+        # the process ("terminate called without an active exception")
         h.wait(CANCEL_WAIT_S)
+        _INTERRUPTED.append(h)
         raise
+
+
+_INTERRUPTED: list[Any] = []
+"""HiGHS solves cancelled by an interrupt (see :func:`native_solve_interrupted`)."""
+
+
+def native_solve_interrupted() -> bool:
+    """Whether a HiGHS solve was interrupted in this process: it must then end with
+    ``os._exit`` (a normal exit destroys the solver with its solve thread not joined, and
+    C++ aborts the process)."""
+    return bool(_INTERRUPTED)
