@@ -1236,6 +1236,21 @@ def _check_output_dir(output: str, *inputs: str | None) -> None:
     help="kueue: node label keys of the network tiers, innermost first (default: the imported labels, else "
     "placement.io/tier-<t>, with label-nodes.sh to set them).",
 )
+@click.option(
+    "--pod-per",
+    type=click.Choice(["worker", "server"]),
+    default="worker",
+    show_default=True,
+    help="volcano, podgroup: one pod per worker (1 GPU), or one per server holding its workers' GPUs "
+    "(launch with torchrun --nproc-per-node=$NPROC_PER_NODE; keeps NVLink inside a server).",
+)
+@click.option(
+    "--kueue-api",
+    type=click.Choice(["v1beta2", "v1beta1"]),
+    default="v1beta2",
+    show_default=True,
+    help="kueue: API version of Topology and ResourceFlavor (v1beta1 for Kueue before 0.15).",
+)
 @click.option("--partition", default=None, help="slurm: the partition (#SBATCH --partition).")
 @click.option("--time", "time_limit", default=None, help="slurm: the job's time limit (#SBATCH --time), e.g. 2:00:00.")
 @_guard
@@ -1250,23 +1265,25 @@ def export(
     queue: str,
     scheduler_name: str,
     level_labels: str | None,
+    pod_per: str,
+    kueue_api: str,
     partition: str | None,
     time_limit: str | None,
 ) -> None:
     """Hand SOLUTION's placement to a cluster: one file per placed job (Volcano Job, PodGroup
     with pinned Pods, Kueue Job, or sbatch script with its host file) plus the target's
     cluster files (HyperNodes, Kueue Topology)."""
+    import re
     from pathlib import Path
 
     import placement
     from placement.export import DEFAULT_IMAGE, ExportOptions, export, write_files
-    from placement.export.names import dns_label
 
     out = output or f"{Path(solution).with_suffix('')}-{target}"
     _check_output_dir(out, solution, instance)
     problems = []
-    if dns_label(namespace, limit=63) != namespace:
-        problems.append(f"--namespace {namespace!r}: must be a DNS-1123 label (a-z, 0-9, '-')")
+    if len(namespace) > 63 or not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace):
+        problems.append(f"--namespace {namespace!r}: must be a DNS-1123 label (a-z, 0-9, '-', at most 63)")
     labels = None
     if level_labels is not None:
         labels = tuple(x.strip() for x in level_labels.split(",") if x.strip())
@@ -1285,6 +1302,8 @@ def export(
         level_labels=labels,
         partition=partition,
         time_limit=time_limit,
+        pod_per=pod_per,
+        kueue_api=kueue_api,
     )
     files = export(inst, sol, target, opts)
     written = write_files(files, out)

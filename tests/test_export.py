@@ -176,11 +176,16 @@ def test_kueue_uses_imported_level_labels_and_refuses_a_wrong_count(fleet, solve
     assert levels == ["zone", "pod", "rack", "kubernetes.io/hostname"]
     assert "rack=" not in files["label-nodes.sh"]  # the nodes carry their own labels
     # two labels name tiers 1-2; a job across pods (tier 3, the whole cluster) needs none
-    two = export(fleet, solved, "kueue", ExportOptions(level_labels=("rack", "pod")))
-    tiers = tiers_of(fleet)
-    for jid, alloc in solved.assignment.items():
-        ann = list(yaml.safe_load_all(two[f"{jid}.yaml"]))[0]["spec"]["template"]["metadata"]["annotations"]
-        assert (ann == {}) == (len(alloc) > 1 and tiers.job_tier(alloc) == 3)
+    job = fleet.jobs[0].__class__(id="x", workers=4, compute_ms=100.0, gradient_mb=10.0)
+    for alloc, want in (
+        ({"s0": 2, "s11": 2}, {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}),
+        ({"s0": 2, "s3": 2}, {"kueue.x-k8s.io/podset-required-topology": "pod"}),
+        ({"s0": 2, "s1": 2}, {"kueue.x-k8s.io/podset-required-topology": "rack"}),
+    ):
+        one = placed(fleet.replace(jobs=(job,)), {"x": alloc}, "by hand")
+        assert one.status.has_placement, one.stats
+        two = export(fleet.replace(jobs=(job,)), one, "kueue", ExportOptions(level_labels=("rack", "pod")))
+        assert next(yaml.safe_load_all(two["x.yaml"]))["spec"]["template"]["metadata"]["annotations"] == want
     with pytest.raises(InvalidInputError, match="3 network tier"):
         export(fleet, solved, "kueue", ExportOptions(level_labels=("a",)))
 
@@ -362,3 +367,113 @@ def test_the_readme_workflows_run_as_written(heading, job, servers, script, tmp_
             if ln.startswith("#SBATCH")
         )
         assert script in options
+
+
+@pytest.mark.parametrize("target", ["volcano", "podgroup"])
+def test_one_pod_per_server_holds_its_workers_gpus(fleet, solved, target, tmp_path):
+    files = export(fleet, solved, target, ExportOptions(pod_per="server"))
+    for d in objects(files):
+        assert k8s_schemas.validate(d) == [], (d["kind"], d["metadata"]["name"])
+    write_files(files, tmp_path)
+    assert read_placement(tmp_path) == as_plain(solved)
+    for jid, alloc in solved.assignment.items():
+        docs = list(yaml.safe_load_all(files[f"{jid}.yaml"]))
+        if target == "volcano":
+            pods = [(t["replicas"], t["template"]["spec"]) for t in docs[0]["spec"]["tasks"]]
+            assert docs[0]["spec"]["minAvailable"] == len(alloc) and all(r == 1 for r, _ in pods)
+            specs = [p for _, p in pods]
+        else:
+            specs = [d["spec"] for d in docs if d["kind"] == "Pod"]
+            assert docs[0]["spec"]["minMember"] == len(alloc) == len(specs)
+        envs = [{e["name"]: e["value"] for e in p["containers"][0]["env"]} for p in specs]
+        gpus = [int(p["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]) for p in specs]
+        assert [int(e["NPROC_PER_NODE"]) for e in envs] == gpus and sum(gpus) == fleet.job_by_id[jid].workers
+        assert [int(e["NODE_RANK"]) for e in envs] == list(range(len(specs)))
+        assert [int(e["RANK_OFFSET"]) for e in envs] == [sum(gpus[:k]) for k in range(len(gpus))]
+        job = fleet.job_by_id[jid]
+        limits = specs[0]["containers"][0]["resources"]["limits"]
+        assert limits["memory"] == f"{int(job.memory_gb_per_worker * gpus[0] * 1024)}Mi"
+
+
+def test_job_ids_never_clash_with_cluster_files_or_start_a_service_name_with_a_digit(fleet, solved, tmp_path):
+    ids = ["hypernodes", "topology", "7", "label-nodes"]
+    rename = dict(zip(list(solved.assignment)[: len(ids)], ids))
+    jobs = tuple(j.__class__(**{**j.__dict__, "id": rename.get(j.id, j.id)}) for j in fleet.jobs)
+    inst = fleet.replace(jobs=jobs)
+    sol = placed(inst, {rename.get(j, j): a for j, a in solved.assignment.items()}, "greedy")
+    for target in (*K8S_TARGETS, "slurm"):
+        files = export(inst, sol, target)
+        stems = {n.rsplit(".", 1)[0] for n in files}
+        assert (
+            len(files)
+            == (2 if target == "slurm" else 1) * len(sol.assignment)
+            + {
+                "volcano": 1,
+                "kueue": 2,
+                "podgroup": 0,
+                "slurm": 0,
+            }[target]
+        ), sorted(files)
+        assert all(s[0].isalpha() for s in stems)
+        folder = tmp_path / target
+        write_files(files, folder)
+        assert read_placement(folder) == as_plain(sol)
+
+
+def test_kueue_requires_the_innermost_label_the_nodes_share():
+    """A leaf switch with one schedulable node is no bandwidth domain: the required level is
+    read off the nodes' label values, not the domain's height."""
+    from placement.instances.kubernetes import instance_from_kubernetes
+
+    data = Path(__file__).parent / "data" / "k8s"
+    nodes = json.loads((data / "dgx-nodes.json").read_text())
+    for n in nodes["items"]:
+        if n["metadata"]["name"] == "dgx-c02":
+            n["metadata"]["labels"]["network.topology.nvidia.com/leaf"] = "leaf-d"
+    inst = instance_from_kubernetes(nodes, jobs=1, job_mix="large", seed=1)
+    job = inst.jobs[0]
+    inst = inst.replace(jobs=(job.__class__(**{**job.__dict__, "workers": 4, "gpu_speed": None}),))
+    sol = placed(inst, {job.id: {"dgx-c01": 2, "dgx-c02": 2}}, "by hand")
+    assert sol.status.has_placement, sol.stats
+    for api in ("v1beta2", "v1beta1"):
+        files = export(inst, sol, "kueue", ExportOptions(kueue_api=api))
+        for d in objects(files):
+            assert k8s_schemas.validate(d) == [], d["kind"]
+        tmpl = next(yaml.safe_load_all(files[f"{job.id}.yaml"]))["spec"]["template"]["metadata"]
+        assert tmpl["annotations"] == {"kueue.x-k8s.io/podset-required-topology": "network.topology.nvidia.com/spine"}
+    # across spines only the core label is shared; with labels that stop below it, unconstrained
+    sol = placed(inst, {job.id: {"dgx-a01": 2, "dgx-c01": 2}}, "by hand")
+    assert sol.status.has_placement, sol.stats
+    tmpl = next(yaml.safe_load_all(export(inst, sol, "kueue")[f"{job.id}.yaml"]))["spec"]["template"]["metadata"]
+    assert tmpl["annotations"] == {"kueue.x-k8s.io/podset-required-topology": "network.topology.nvidia.com/core"}
+    two = ExportOptions(level_labels=("network.topology.nvidia.com/leaf", "network.topology.nvidia.com/spine"))
+    tmpl = next(yaml.safe_load_all(export(inst, sol, "kueue", two)[f"{job.id}.yaml"]))["spec"]["template"]["metadata"]
+    assert tmpl["annotations"] == {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+
+
+def test_read_placement_refuses_malformed_and_doubled_manifests(fleet, solved, tmp_path):
+    write_files(export(fleet, solved, "volcano"), tmp_path / "a")
+    jid = next(iter(solved.assignment))
+    doc = yaml.safe_load((tmp_path / "a" / f"{jid}.yaml").read_text())
+    doc["spec"]["tasks"] = ["not a task"]
+    (tmp_path / "a" / f"{jid}.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(InvalidInputError, match=r"spec.tasks\[0\] needs"):
+        read_placement(tmp_path / "a")
+    write_files(export(fleet, solved, "volcano"), tmp_path / "b")
+    (tmp_path / "b" / "copy.yaml").write_text((tmp_path / "b" / f"{jid}.yaml").read_text())
+    with pytest.raises(InvalidInputError, match="placed in .* too"):
+        read_placement(tmp_path / "b")
+
+
+def test_servers_that_cannot_be_node_names_are_refused_for_kubernetes(fleet, solved):
+    bad = {s.id: f"S_{s.id}" for s in fleet.servers}
+    servers = tuple(s.__class__(**{**s.__dict__, "id": bad[s.id]}) for s in fleet.servers)
+    links = tuple(
+        ln.__class__(bad.get(ln.source, ln.source), bad.get(ln.target, ln.target), ln.bandwidth_gbps)
+        for ln in fleet.links
+    )
+    inst = fleet.replace(servers=servers, links=links)
+    sol = placed(inst, {j: {bad[s]: k for s, k in a.items()} for j, a in solved.assignment.items()}, "greedy")
+    assert sol.status.has_placement
+    with pytest.raises(InvalidInputError, match="cannot be a Kubernetes node name"):
+        export(inst, sol, "podgroup")

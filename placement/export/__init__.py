@@ -18,7 +18,7 @@ from pathlib import Path
 
 from placement.errors import InvalidInputError
 from placement.evaluation import validate
-from placement.export.options import DEFAULT_IMAGE, TARGETS, ExportOptions
+from placement.export.options import DEFAULT_IMAGE, KUEUE_APIS, POD_PER, TARGETS, ExportOptions
 from placement.export.readback import read_placement
 from placement.model import Instance, Solution
 
@@ -38,6 +38,14 @@ def export(instance: Instance, solution: Solution, target: str, options: ExportO
     if not solution.status.has_placement:
         problems.append(f"solution.status is {solution.status.value!r}: there is no placement to export")
     problems += [f"assignment: {v}" for v in validate(instance, solution.assignment, solution.unplaced)]
+    if options.pod_per not in POD_PER:
+        problems.append(f"pod_per must be one of {', '.join(POD_PER)}, got {options.pod_per!r}")
+    if options.kueue_api not in KUEUE_APIS:
+        problems.append(f"kueue_api must be one of {', '.join(KUEUE_APIS)}, got {options.kueue_api!r}")
+    if target != "slurm":
+        from placement.export.kubernetes import node_name_problems
+
+        problems += node_name_problems(instance, solution)
     if problems:
         raise InvalidInputError(problems, source="the solution to export")
     if target == "volcano":

@@ -1,16 +1,20 @@
 """Kubernetes manifests of a placement: Volcano, the Coscheduling PodGroup, Kueue.
 
-Every worker is one pod holding one GPU (``nvidia.com/gpu: 1``), plus the job's CPU and
-memory per worker where the instance gives them (memory in GiB: ``96Gi``).  Where the target
-lets a placement pin pods (Volcano, PodGroup), each pod carries a required node affinity on
-the node's name (``matchFields: metadata.name``, which no node label can diverge from).  Kueue
-assigns nodes itself: its export is advice, the tier each job needs and the nodes this
-placement chose, in annotations.  Ranks follow :func:`placement.export.ranks.rank_order`.
+Every worker is one pod holding one GPU (``nvidia.com/gpu: 1``), or with ``pod_per="server"``
+every server of a job one pod holding its workers' GPUs; plus the job's CPU and memory per
+worker where the instance gives them (CPU in cores or millicores, memory in MiB).  Where the
+target lets a placement pin pods (Volcano, PodGroup), each pod carries a required node
+affinity on the node's name (``matchFields: metadata.name``, which no node label can diverge
+from).  Kueue assigns nodes itself: its export is advice, the level each job needs and the
+nodes this placement chose, in annotations.  Ranks follow
+:func:`placement.export.ranks.rank_order`.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +29,7 @@ __all__ = [
     "podgroup_files",
     "kueue_files",
     "level_labels",
+    "node_name_problems",
     "JOB_ID_ANNOTATION",
     "ASSIGNMENT_ANNOTATION",
     "HOSTNAME_LABEL",
@@ -39,6 +44,7 @@ GPU = "nvidia.com/gpu"
 TIER_LABEL = "placement.io/tier-{}"
 CLUSTER_LABEL = "placement.io/cluster"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
+UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
 
 
 def _dump(objects: Sequence[Mapping[str, Any]]) -> str:
@@ -81,16 +87,19 @@ def _meta(name: str, options: ExportOptions, job: Job | None = None, **extra: An
     return meta
 
 
-def _quantity(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+def _cpu(cores: float) -> str:
+    return str(int(cores)) if float(cores).is_integer() else f"{math.ceil(cores * 1000)}m"
 
 
-def _container(job: Job, options: ExportOptions, env: list[dict[str, Any]], command: str) -> dict[str, Any]:
-    limits = {GPU: "1"}
+def _container(
+    job: Job, options: ExportOptions, env: list[dict[str, Any]], command: str, gpus: int = 1
+) -> dict[str, Any]:
+    """The one container of a pod holding ``gpus`` of ``job``'s workers."""
+    limits = {GPU: str(gpus)}
     if job.cpus_per_worker is not None:
-        limits["cpu"] = _quantity(job.cpus_per_worker)
+        limits["cpu"] = _cpu(job.cpus_per_worker * gpus)
     if job.memory_gb_per_worker is not None:
-        limits["memory"] = f"{_quantity(job.memory_gb_per_worker)}Gi"
+        limits["memory"] = f"{math.ceil(job.memory_gb_per_worker * gpus * 1024)}Mi"
     return {
         "name": "worker",
         "image": options.image,
@@ -98,6 +107,19 @@ def _container(job: Job, options: ExportOptions, env: list[dict[str, Any]], comm
         "env": env,
         "resources": {"limits": limits, "requests": dict(limits)},
     }
+
+
+_NODE_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def node_name_problems(instance: Instance, solution: Solution) -> list[str]:
+    """The placed servers whose ids cannot be Kubernetes node names (DNS-1123 subdomains)."""
+    used = sorted({s for a in solution.assignment.values() for s in a if s in instance.server_pos})
+    return [
+        f"server {s!r} cannot be a Kubernetes node name (lower-case DNS-1123 subdomain, at most 253 characters)"
+        for s in used
+        if len(s) > 253 or not _NODE_NAME.fullmatch(s)
+    ]
 
 
 def _pinned(node: str) -> dict[str, Any]:
@@ -110,17 +132,26 @@ def _env(**values: Any) -> list[dict[str, Any]]:
 
 
 def _headless_service(stem: str, options: ExportOptions, job: Job) -> dict[str, Any]:
-    """The DNS name of every worker pod (``<hostname>.<stem>``) for ``MASTER_ADDR``."""
+    """The DNS name of every worker pod (``<hostname>.<stem>``) for ``MASTER_ADDR``, published
+    before the pods are ready (rank 0 must resolve while the others wait for it)."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _meta(stem, options, job),
         "spec": {
             "clusterIP": "None",
+            "publishNotReadyAddresses": True,
             "selector": {JOB_LABEL: stem},
             "ports": [{"name": "rendezvous", "port": options.master_port}],
         },
     }
+
+
+def _pods(servers: Mapping[str, int], order: Sequence[str], pod_per: str) -> list[tuple[str, int, int]]:
+    """``(node, pods, GPUs per pod)`` per server in ring order."""
+    if pod_per == "server":
+        return [(node, 1, servers[node]) for node in order]
+    return [(node, servers[node], 1) for node in order]
 
 
 def _placed(solution: Solution, instance: Instance) -> list[tuple[Job, dict[str, int]]]:
@@ -128,86 +159,75 @@ def _placed(solution: Solution, instance: Instance) -> list[tuple[Job, dict[str,
 
 
 def _hypernodes(tiers: Tiers) -> list[dict[str, Any]]:
-    """One ``HyperNode`` per bandwidth domain, at the domain's tier; a domain's members are
-    its inner domains, and its servers outside any inner domain wrapped one by one in a
-    tier-1 HyperNode (a HyperNode lists members of one type)."""
+    """One ``HyperNode`` per bandwidth domain, at the domain's tier; its members are its
+    inner domains (``HyperNode``) and its servers outside them (``Node``), by exact name."""
     from placement.problem import cluster_of
 
     cluster = cluster_of(tiers.instance)
     out: list[dict[str, Any]] = []
-    wrapped: set[str] = set()
-
-    def hypernode(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "apiVersion": "topology.volcano.sh/v1alpha1",
-            "kind": "HyperNode",
-            "metadata": {"name": name},
-            "spec": {"tier": tier, "members": members},
-        }
 
     def member(kind: str, name: str) -> dict[str, Any]:
         return {"type": kind, "selector": {"exactMatch": {"name": name}}}
 
     for d in cluster.domains:
         inner = {s for c in d.children for s in cluster.domains[c].servers}
-        lone = [s for s in d.servers if s not in inner]
-        if not d.children:
-            members = [member("Node", s) for s in d.servers]
-        else:
-            members = [member("HyperNode", tiers.names[c]) for c in d.children]
-            for s in lone:
-                name = f"node-{dns_label(s)}"
-                members.append(member("HyperNode", name))
-                if name not in wrapped:
-                    wrapped.add(name)
-                    out.append(hypernode(name, 1, [member("Node", s)]))
-        out.append(hypernode(tiers.names[d.index], tiers.tier[d.index], members))
+        members = [member("HyperNode", tiers.names[c]) for c in d.children]
+        members += [member("Node", s) for s in d.servers if s not in inner]
+        out.append(
+            {
+                "apiVersion": "topology.volcano.sh/v1alpha1",
+                "kind": "HyperNode",
+                "metadata": {"name": tiers.names[d.index]},
+                "spec": {"tier": tiers.tier[d.index], "members": members},
+            }
+        )
     return sorted(out, key=lambda h: (h["spec"]["tier"], h["metadata"]["name"]))
 
 
 def volcano_files(instance: Instance, solution: Solution, options: ExportOptions) -> dict[str, str]:
     """``<job>.yaml``: a ``batch.volcano.sh/v1alpha1`` Job per placed job, one task per
-    server (``replicas`` = its workers) pinned to the node, ``minAvailable`` = the gang, and
-    ``networkTopology`` hard at the lowest tier holding the job; ``hypernodes.yaml``: the
-    ``HyperNode`` tree of the instance's bandwidth domains.  Ranks: Volcano's ``env`` plugin
-    gives each pod ``VC_TASK_INDEX``; the command runs with ``RANK`` = the task's
-    ``RANK_OFFSET`` + ``VC_TASK_INDEX``; ``MASTER_ADDR`` is rank 0's pod through the ``svc``
-    plugin's headless service."""
+    server pinned to the node (``replicas`` = its workers, or one pod holding them all with
+    ``pod_per="server"``), ``minAvailable`` = every pod of the gang, ``networkTopology`` hard at
+    the lowest tier holding the job; ``hypernodes.yaml``: the ``HyperNode`` tree of the
+    instance's bandwidth domains.  Volcano's ``env`` plugin gives each pod ``VC_TASK_INDEX``
+    (its index in the task) and the ``svc`` plugin a DNS name; per worker the command runs with
+    ``RANK`` = the task's ``RANK_OFFSET`` + ``VC_TASK_INDEX``, per server with ``NODE_RANK``,
+    ``NNODES`` and ``NPROC_PER_NODE`` for ``torchrun``; ``MASTER_ADDR`` is rank 0's pod."""
     tiers = tiers_of(instance)
     files: dict[str, str] = {}
     for job, servers in _placed(solution, instance):
         stem = file_stem(job.id)
         order = server_order(instance, servers)
+        pods = _pods(servers, order, options.pod_per)
         tasks, offset = [], 0
-        master = f"{stem}-t0-0.{stem}"
-        for k, node in enumerate(order):
-            env = _env(
-                RANK_OFFSET=offset,
-                WORLD_SIZE=job.workers,
-                MASTER_ADDR=master,
-                MASTER_PORT=options.master_port,
-            )
-            command = f"export RANK=$((RANK_OFFSET + VC_TASK_INDEX)); exec {options.command}"
+        common = {"WORLD_SIZE": job.workers, "MASTER_ADDR": f"{stem}-t0-0.{stem}", "MASTER_PORT": options.master_port}
+        for k, (node, replicas, gpus) in enumerate(pods):
+            if options.pod_per == "server":
+                env = _env(NODE_RANK=k, NNODES=len(pods), NPROC_PER_NODE=gpus, RANK_OFFSET=offset, **common)
+                command = f"exec {options.command}"
+            else:
+                env = _env(RANK_OFFSET=offset, **common)
+                command = f"export RANK=$((RANK_OFFSET + ${{VC_TASK_INDEX:?}})); exec {options.command}"
             tasks.append(
                 {
                     "name": f"t{k}",
-                    "replicas": servers[node],
+                    "replicas": replicas,
                     "template": {
                         "metadata": {"labels": {JOB_LABEL: stem}, "annotations": {"placement.io/node": node}},
                         "spec": {
                             "restartPolicy": "Never",
                             "affinity": _pinned(node),
-                            "containers": [_container(job, options, env, command)],
+                            "containers": [_container(job, options, env, command, gpus)],
                         },
                     },
                 }
             )
-            offset += servers[node]
+            offset += replicas * gpus
         spec: dict[str, Any] = {
             "schedulerName": "volcano",
             "queue": options.queue,
-            "minAvailable": job.workers,
-            "plugins": {"env": [], "svc": []},
+            "minAvailable": sum(r for _, r, _ in pods),
+            "plugins": {"env": [], "svc": ["--publish-not-ready-addresses"]},
             "tasks": tasks,
         }
         tier = tiers.job_tier(order)
@@ -227,45 +247,53 @@ def volcano_files(instance: Instance, solution: Solution, options: ExportOptions
 
 
 def podgroup_files(instance: Instance, solution: Solution, options: ExportOptions) -> dict[str, str]:
-    """``<job>.yaml``: a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minMember`` = the gang)
-    for the Coscheduling plugin of kubernetes-sigs/scheduler-plugins, a headless Service, and
-    one Pod per worker (``<job>-<rank>``) with the pod-group label, pinned to its node, with
-    ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` (rank 0's pod) and ``MASTER_PORT``."""
+    """``<job>.yaml``: a ``scheduling.x-k8s.io/v1alpha1`` PodGroup (``minMember`` = the gang's
+    pods) for the Coscheduling plugin of kubernetes-sigs/scheduler-plugins, a headless Service,
+    and one Pod per worker (``<job>-<rank>``, with ``RANK``) or, with ``pod_per="server"``, per
+    server (``<job>-<node rank>``, with ``NODE_RANK``, ``NNODES``, ``NPROC_PER_NODE``), each with
+    the pod-group label, pinned to its node, with ``WORLD_SIZE``, ``MASTER_ADDR`` (the first
+    pod) and ``MASTER_PORT``."""
     files: dict[str, str] = {}
     for job, servers in _placed(solution, instance):
         stem = file_stem(job.id)
+        order = server_order(instance, servers)
+        if options.pod_per == "server":
+            pods = [(node, servers[node]) for node in order]
+        else:
+            pods = [(node, 1) for node in rank_order(instance, servers)]
         group = {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
             "kind": "PodGroup",
             "metadata": _meta(stem, options, job),
-            "spec": {"minMember": job.workers},
+            "spec": {"minMember": len(pods)},
         }
         docs: list[dict[str, Any]] = [group, _headless_service(stem, options, job)]
-        for rank, node in enumerate(rank_order(instance, servers)):
-            env = _env(
-                RANK=rank,
-                WORLD_SIZE=job.workers,
-                MASTER_ADDR=f"{stem}-0.{stem}",
-                MASTER_PORT=options.master_port,
-            )
+        common = {"WORLD_SIZE": job.workers, "MASTER_ADDR": f"{stem}-0.{stem}", "MASTER_PORT": options.master_port}
+        offset = 0
+        for k, (node, gpus) in enumerate(pods):
+            if options.pod_per == "server":
+                env = _env(NODE_RANK=k, NNODES=len(pods), NPROC_PER_NODE=gpus, RANK_OFFSET=offset, **common)
+            else:
+                env = _env(RANK=k, **common)
+            offset += gpus
             docs.append(
                 {
                     "apiVersion": "v1",
                     "kind": "Pod",
                     "metadata": _meta(
-                        f"{stem}-{rank}",
+                        f"{stem}-{k}",
                         options,
                         job,
                         labels={"scheduling.x-k8s.io/pod-group": stem},
-                        annotations={"placement.io/rank": str(rank)},
+                        annotations={"placement.io/rank": str(k)},
                     ),
                     "spec": {
                         "schedulerName": options.scheduler_name,
-                        "hostname": f"{stem}-{rank}",
+                        "hostname": f"{stem}-{k}",
                         "subdomain": stem,
                         "restartPolicy": "Never",
                         "affinity": _pinned(node),
-                        "containers": [_container(job, options, env, f"exec {options.command}")],
+                        "containers": [_container(job, options, env, f"exec {options.command}", gpus)],
                     },
                 }
             )
@@ -273,45 +301,81 @@ def podgroup_files(instance: Instance, solution: Solution, options: ExportOption
     return files
 
 
+def _label_values(instance: Instance, labels: Sequence[str], own: bool) -> dict[str, tuple[str, ...]] | None:
+    """Each server's value of each level label (innermost first): the package's own tier
+    groups, or for an instance imported from Kubernetes the values in its switch ids
+    (``"<label>=<value>"``, a server linked to its innermost level's switch, each switch to
+    the next level's); ``None`` when they cannot be read off the instance."""
+    if own:
+        tiers = tiers_of(instance)
+        return {s.id: tiers.level_values(s.id)[: len(labels)] for s in instance.servers}
+    switches = {w.id for w in instance.switches}
+    near: dict[str, list[str]] = {}
+    for ln in instance.links:
+        near.setdefault(ln.source, []).append(ln.target)
+        near.setdefault(ln.target, []).append(ln.source)
+    out: dict[str, tuple[str, ...]] = {}
+    for s in instance.servers:
+        cur, values = s.id, []
+        for lab in labels:
+            up = [n for n in near.get(cur, []) if n in switches and n.startswith(lab + "=")]
+            if len(up) != 1:
+                return None
+            cur = up[0]
+            values.append(cur.split("=", 1)[1])
+        out[s.id] = tuple(values)
+    return out
+
+
 def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) -> dict[str, str]:
-    """``topology.yaml``: a ``kueue.x-k8s.io/v1beta1`` Topology whose levels are the
+    """``topology.yaml``: a ``kueue.x-k8s.io`` Topology (``kueue_api``) whose levels are the
     instance's tiers (broadest first, then ``kubernetes.io/hostname``) and a ResourceFlavor
-    using it; ``label-nodes.sh`` when the tier labels are the package's own; per job
-    ``<job>.yaml``: a suspended Indexed ``batch/v1`` Job in the LocalQueue ``queue`` whose pod
-    template requires (``kueue.x-k8s.io/podset-required-topology``) the lowest tier holding
-    the placement, with the placement's nodes in ``placement.io/assignment``.  Kueue assigns
-    the nodes itself: this is advice, not a pin."""
+    using it; ``label-nodes.sh`` (the flavor's label, and the tier labels when they are the
+    package's own); per job ``<job>.yaml``: a suspended Indexed ``batch/v1`` Job in the
+    LocalQueue ``queue`` whose pod template requires
+    (``kueue.x-k8s.io/podset-required-topology``) the innermost level whose value all the
+    placement's nodes share (``kubernetes.io/hostname`` for one node; unconstrained when no
+    label holds them all), with the placement's nodes in ``placement.io/assignment``.  Kueue
+    assigns the nodes itself: this is advice, not a pin.  Kueue also needs a ClusterQueue
+    that offers the flavor's resources and a LocalQueue ``queue`` (not written: quotas are
+    the cluster's policy)."""
     tiers = tiers_of(instance)
     labels, own = level_labels(instance, options)
+    values = _label_values(instance, labels, own)
     cluster_name = dns_label(instance.name)
+    api = f"kueue.x-k8s.io/{options.kueue_api}"
     levels = [{"nodeLabel": lab} for lab in reversed(labels)] + [{"nodeLabel": HOSTNAME_LABEL}]
-    topology = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "Topology",
-        "metadata": {"name": cluster_name},
-        "spec": {"levels": levels},
-    }
+    topology = {"apiVersion": api, "kind": "Topology", "metadata": {"name": cluster_name}, "spec": {"levels": levels}}
     flavor = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
+        "apiVersion": api,
         "kind": "ResourceFlavor",
         "metadata": {"name": cluster_name},
         "spec": {"nodeLabels": {CLUSTER_LABEL: cluster_name}, "topologyName": cluster_name},
     }
     files = {"topology.yaml": _dump([topology, flavor])}
-    script = ["#!/bin/sh", "# Labels the nodes of the Kueue topology and flavor above.", "set -e"]
+    script = ["#!/bin/sh", "# Labels the nodes of the Kueue topology and flavor in topology.yaml.", "set -e"]
     for s in instance.servers:
         pairs = [f"{CLUSTER_LABEL}={cluster_name}"]
-        if own:
-            pairs += [f"{lab}={v}" for lab, v in zip(labels, tiers.level_values(s.id))]
+        if own and values is not None:
+            pairs += [f"{lab}={v}" for lab, v in zip(labels, values[s.id])]
         script.append(f"kubectl label node --overwrite {s.id} {' '.join(pairs)}")
     files["label-nodes.sh"] = "\n".join(script) + "\n"
     for job, servers in _placed(solution, instance):
         stem = file_stem(job.id)
         order = server_order(instance, servers)
-        tier = tiers.job_tier(order)
-        required = HOSTNAME_LABEL if len(order) == 1 or tier == 0 else None
-        if required is None and tier <= len(labels):
-            required = labels[tier - 1]
+        annotations = {}
+        if len(order) == 1:
+            annotations[REQUIRED_TOPOLOGY] = HOSTNAME_LABEL
+        elif values is not None:
+            shared = [lab for k, lab in enumerate(labels) if len({values[s][k] for s in order}) == 1]
+            if shared:
+                annotations[REQUIRED_TOPOLOGY] = shared[0]
+        else:  # labels the nodes carry but the instance cannot tell: trust tier t = label t
+            tier = tiers.job_tier(order)
+            if 0 < tier <= len(labels):
+                annotations[REQUIRED_TOPOLOGY] = labels[tier - 1]
+        if not annotations:
+            annotations[UNCONSTRAINED_TOPOLOGY] = "true"
         env = [
             {
                 "name": "RANK",
@@ -338,10 +402,7 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
                 "completionMode": "Indexed",
                 "backoffLimit": 0,
                 "template": {
-                    "metadata": {
-                        "labels": {JOB_LABEL: stem},
-                        "annotations": {} if required is None else {REQUIRED_TOPOLOGY: required},
-                    },
+                    "metadata": {"labels": {JOB_LABEL: stem}, "annotations": annotations},
                     "spec": {
                         "subdomain": stem,
                         "restartPolicy": "Never",

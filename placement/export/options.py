@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ExportOptions", "TARGETS", "DEFAULT_IMAGE"]
+__all__ = ["ExportOptions", "TARGETS", "DEFAULT_IMAGE", "POD_PER", "KUEUE_APIS"]
 
 TARGETS = ("volcano", "podgroup", "kueue", "slurm")
 """Where a placement can be exported to (``placement export --to``)."""
 
 DEFAULT_IMAGE = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+POD_PER = ("worker", "server")
+KUEUE_APIS = ("v1beta2", "v1beta1")
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,13 @@ class ExportOptions:
     ``level_labels`` are node label keys for the instance's network tiers, innermost first
     (as ``placement import-k8s --level-labels`` reads them); by default the labels an
     imported instance came with, else ``placement.io/tier-1``, ``-2``, ...
+
+    ``pod_per``: ``"worker"`` (one pod per worker holding one GPU) or ``"server"`` (one pod per
+    server of the job holding all of its workers' GPUs, to be launched with ``torchrun
+    --nproc-per-node=$NPROC_PER_NODE``; NCCL then keeps NVLink between the GPUs of a server,
+    which separate pods do not share).  Kueue's export is always per worker.
+
+    ``kueue_api``: ``v1beta2`` (Kueue 0.15+) or ``v1beta1`` (older releases; deprecated).
     """
 
     image: str = DEFAULT_IMAGE
@@ -30,3 +39,5 @@ class ExportOptions:
     master_port: int = 29500
     partition: str | None = None
     time_limit: str | None = None
+    pod_per: str = "worker"
+    kueue_api: str = "v1beta2"

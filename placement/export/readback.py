@@ -22,47 +22,84 @@ __all__ = ["read_placement"]
 
 _JOB_ID = "placement.io/job-id"
 _ASSIGNMENT = "placement.io/assignment"
+_GPU = "nvidia.com/gpu"
 
 
 def _pinned_node(spec: Any) -> str | None:
     """The node a pod spec's required node affinity names (by ``metadata.name`` field or
-    the hostname label), or its ``nodeName``."""
+    the hostname label), or its ``nodeName``; ``None`` if it names none."""
     if not isinstance(spec, Mapping):
         return None
     if isinstance(spec.get("nodeName"), str):
         return str(spec["nodeName"])
-    try:
-        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    except (KeyError, TypeError):
-        return None
-    for term in terms or []:
+    terms: Any = spec
+    for key in ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"):
+        terms = terms.get(key) if isinstance(terms, Mapping) else None
+    for term in terms if isinstance(terms, list) else []:
         for part in ("matchFields", "matchExpressions"):
-            for req in term.get(part) or []:
-                key = req.get("key")
-                vals = req.get("values") or []
+            reqs = term.get(part) if isinstance(term, Mapping) else None
+            for req in reqs if isinstance(reqs, list) else []:
+                if not isinstance(req, Mapping):
+                    continue
+                vals = req.get("values")
                 if (
                     req.get("operator") == "In"
+                    and isinstance(vals, list)
                     and len(vals) == 1
-                    and key in ("metadata.name", "kubernetes.io/hostname")
+                    and req.get("key") in ("metadata.name", "kubernetes.io/hostname")
                 ):
                     return str(vals[0])
     return None
 
 
+def _pod_gpus(spec: Any) -> int | None:
+    """The workers a pod holds: its containers' ``nvidia.com/gpu`` limits (``None`` if none
+    is a whole number >= 1)."""
+    total = 0
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    for c in containers if isinstance(containers, list) else []:
+        res = c.get("resources") if isinstance(c, Mapping) else None
+        limits = res.get("limits") if isinstance(res, Mapping) else None
+        value = limits.get(_GPU) if isinstance(limits, Mapping) else None
+        if value is None:
+            continue
+        text = str(value)
+        if not text.isdigit():
+            return None
+        total += int(text)
+    return total or None
+
+
 def _job_id(doc: Mapping[str, Any]) -> str | None:
-    meta = doc.get("metadata") or {}
-    jid = (meta.get("annotations") or {}).get(_JOB_ID)
+    meta = doc.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    jid = annotations.get(_JOB_ID) if isinstance(annotations, Mapping) else None
     return None if jid is None else str(jid)
 
 
-def _add(out: dict[str, dict[str, int]], job: str, node: str, k: int) -> None:
-    out.setdefault(job, {})
-    out[job][node] = out[job].get(node, 0) + k
+class _Found:
+    """What the files place, and which file placed each job (a job in two files is refused)."""
+
+    def __init__(self) -> None:
+        self.assignment: dict[str, dict[str, int]] = {}
+        self.file_of: dict[str, str] = {}
+        self.problems: list[str] = []
+
+    def add(self, job: str, node: str, k: int, file: str) -> None:
+        first = self.file_of.setdefault(job, file)
+        if first != file:
+            msg = f"{file}: job {job!r} is placed in {first} too (one export per folder)"
+            if msg not in self.problems:
+                self.problems.append(msg)
+            return
+        a = self.assignment.setdefault(job, {})
+        a[node] = a.get(node, 0) + k
 
 
-def _read_yaml(path: Path, out: dict[str, dict[str, int]], problems: list[str]) -> None:
+def _read_yaml(path: Path, found: _Found) -> None:
     import yaml
 
+    problems = found.problems
     try:
         docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
     except (yaml.YAMLError, UnicodeDecodeError) as e:
@@ -74,23 +111,34 @@ def _read_yaml(path: Path, out: dict[str, dict[str, int]], problems: list[str]) 
             problems.append(f"{where}: not a Kubernetes object")
             continue
         api, kind, jid = doc.get("apiVersion"), doc.get("kind"), _job_id(doc)
-        spec = doc.get("spec") or {}
+        spec = doc.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
         if api == "batch.volcano.sh/v1alpha1" and kind == "Job":
-            for t, task in enumerate(spec.get("tasks") or []):
-                node = _pinned_node((task.get("template") or {}).get("spec"))
-                replicas = task.get("replicas")
-                if jid is None or node is None or not isinstance(replicas, int) or replicas < 1:
-                    problems.append(f"{where}: spec.tasks[{t}] has no {_JOB_ID} annotation, node pin or replicas >= 1")
+            tasks = spec.get("tasks")
+            for t, task in enumerate(tasks if isinstance(tasks, list) else [None]):
+                template = task.get("template") if isinstance(task, Mapping) else None
+                pod = template.get("spec") if isinstance(template, Mapping) else None
+                node, gpus = _pinned_node(pod), _pod_gpus(pod)
+                replicas = task.get("replicas") if isinstance(task, Mapping) else None
+                if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
+                    replicas = None
+                if jid is None or node is None or gpus is None or replicas is None:
+                    problems.append(
+                        f"{where}: spec.tasks[{t}] needs the {_JOB_ID} annotation, a node pin, "
+                        f"{_GPU} limits and replicas >= 1"
+                    )
                     continue
-                _add(out, jid, node, replicas)
+                found.add(jid, node, replicas * gpus, path.name)
         elif api == "v1" and kind == "Pod" and jid is not None:
-            node = _pinned_node(spec)
-            if node is None:
-                problems.append(f"{where}: pod {doc['metadata'].get('name')!r} is not pinned to a node")
+            node, gpus = _pinned_node(spec), _pod_gpus(spec)
+            if node is None or gpus is None:
+                problems.append(f"{where}: the pod is not pinned to a node or holds no {_GPU}")
                 continue
-            _add(out, jid, node, 1)
+            found.add(jid, node, gpus, path.name)
         elif api == "batch/v1" and kind == "Job" and jid is not None:
-            text = ((doc.get("metadata") or {}).get("annotations") or {}).get(_ASSIGNMENT)
+            meta = doc.get("metadata")
+            annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+            text = annotations.get(_ASSIGNMENT) if isinstance(annotations, Mapping) else None
             try:
                 advice = json.loads(text) if isinstance(text, str) else None
             except json.JSONDecodeError:
@@ -101,7 +149,7 @@ def _read_yaml(path: Path, out: dict[str, dict[str, int]], problems: list[str]) 
                 problems.append(f"{where}: metadata.annotations[{_ASSIGNMENT!r}] must be a JSON object of counts")
                 continue
             for node, k in advice.items():
-                _add(out, jid, str(node), k)
+                found.add(jid, str(node), k, path.name)
 
 
 _JOB_ID_LINE = re.compile(r"^# placement-job-id: (.+)$", re.M)
@@ -123,34 +171,36 @@ def _slurm_job_id(script: str) -> str | None:
     return m.group(1).strip('"') if m else None
 
 
-def _read_hosts(path: Path, out: dict[str, dict[str, int]], problems: list[str]) -> None:
+def _read_hosts(path: Path, found: _Found) -> None:
     script = path.with_suffix(".sbatch")
     jid = _slurm_job_id(script.read_text(encoding="utf-8")) if script.exists() else None
     if jid is None:
-        problems.append(f"{path.name}: no {script.name} with '#SBATCH --job-name' beside it")
+        found.problems.append(f"{path.name}: no {script.name} with '#SBATCH --job-name' beside it")
         return
     hosts = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     if not hosts:
-        problems.append(f"{path.name}: no host")
+        found.problems.append(f"{path.name}: no host")
     for h in hosts:
-        _add(out, jid, h, 1)
+        found.add(jid, h, 1, path.name)
 
 
 def read_placement(directory: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """``{job: {server: workers}}`` from the files :func:`placement.export.export` wrote
-    into ``directory`` (any target); raises :class:`InvalidInputError` naming each file."""
+    into ``directory`` (any one target); raises :class:`InvalidInputError` naming each file."""
     root = Path(directory)
     if not root.is_dir():
         raise InvalidInputError([f"{directory}: not a directory"])
-    out: dict[str, dict[str, int]] = {}
-    problems: list[str] = []
+    found = _Found()
     for path in sorted(root.iterdir()):
-        if path.suffix in (".yaml", ".yml"):
-            _read_yaml(path, out, problems)
-        elif path.suffix == ".hosts":
-            _read_hosts(path, out, problems)
-    if not out and not problems:
-        problems.append(f"{directory}: no exported job (*.yaml with {_JOB_ID}, or *.hosts)")
-    if problems:
-        raise InvalidInputError(problems, source=str(directory))
-    return out
+        try:
+            if path.suffix in (".yaml", ".yml"):
+                _read_yaml(path, found)
+            elif path.suffix == ".hosts":
+                _read_hosts(path, found)
+        except (OSError, UnicodeDecodeError) as e:
+            found.problems.append(f"{path.name}: cannot read it ({e})")
+    if not found.assignment and not found.problems:
+        found.problems.append(f"{directory}: no exported job (*.yaml with {_JOB_ID}, or *.hosts)")
+    if found.problems:
+        raise InvalidInputError(found.problems, source=str(directory))
+    return found.assignment
