@@ -220,16 +220,20 @@ def _summary(inst: Any, sol: Any) -> None:
         ("Gbit/s", "right"),
         ("within", "left"),
         ("servers", "left"),
-    ):
+    ) + ((("shards", "left"),) if sol.shards else ()):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
+    blank = [""] * (6 if sol.shards else 5)
     for job in inst.jobs:
         r = sol.jobs.get(job.id)
         if r is None:
-            t.add_row(escape(job.id), str(job.workers), f"{job.weight:g}", "unplaced", "", "", "", "", "")
+            t.add_row(escape(job.id), str(job.workers), f"{job.weight:g}", "unplaced", *blank)
             continue
         alloc = sol.assignment[job.id]
         srv = ", ".join(f"{s}:{k}" for s, k in alloc.items())
-        dom = cl.domain_of(alloc) if len(alloc) > 1 else None
+        z = sol.shards.get(job.id, {})
+        both = sorted(set(alloc) | set(z))
+        dom = cl.domain_of(both) if len(both) > 1 else None
+        shard_cell = (escape(", ".join(f"{s}:{k}" for s, k in z.items()) or "-"),) if sol.shards else ()
         within = "one server" if dom is None else f"domain {dom.index} ({len(dom.servers)} servers)"
         t.add_row(
             escape(job.id),
@@ -241,6 +245,7 @@ def _summary(inst: Any, sol: Any) -> None:
             f"{r.bandwidth_gbps:g}",
             within,
             escape(srv if len(srv) < 60 else srv[:57] + "..."),
+            *shard_cell,
         )
     con.print(t)
     con.print(
@@ -248,6 +253,12 @@ def _summary(inst: Any, sol: Any) -> None:
             "expected ms: E[slowest worker's compute x slowdown] + all-reduce; ideal ms: the same with no slowdown; "
             "P(straggle): probability an iteration takes longer than ideal; Gbit/s: the bandwidth its all-reduce gets; "
             "within: the smallest bandwidth domain holding its servers."
+            + (
+                " Parameter-server jobs: + E[slowest shard server's push/pull x slowdown] instead of the all-reduce; "
+                "shards: their servers."
+                if sol.shards
+                else ""
+            )
         )
     )
 
@@ -376,7 +387,7 @@ def _checked_solution(inst: Any, path: str) -> Any:
     sol = placement.load_solution(path, inst)
     if sol.instance != inst.name:
         _err(f"warning: {path} is a solution of instance {sol.instance!r}, checked here against {inst.name!r}")
-    violations = placement.validate(inst, sol.assignment, sol.unplaced)
+    violations = placement.validate(inst, sol.assignment, sol.unplaced, shards=sol.shards)
     if violations:
         _err(f"{path}: invalid placement, {len(violations)} violation(s):")
         for v in violations:
@@ -422,7 +433,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
 
     inst = placement.resolve_instance(instance)
     sol = _checked_solution(inst, solution)
-    ev = placement.evaluate(inst, sol.assignment)
+    ev = placement.evaluate(inst, sol.assignment, sol.shards)
     out: dict[str, Any] = {
         "instance": inst.name,
         "objective": ev.objective,
@@ -433,7 +444,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
     if sol.objective is not None and abs(sol.objective - ev.objective) > 1e-6 * max(1.0, abs(ev.objective)):
         _err(f"note: the file says objective {sol.objective:.9g}; the evaluator computes {ev.objective:.9g}")
     if samples:
-        mc = placement.monte_carlo(inst, sol.assignment, samples=samples, seed=seed)
+        mc = placement.monte_carlo(inst, sol.assignment, samples=samples, seed=seed, shards=sol.shards)
         out["monte_carlo"] = {
             "samples": mc.samples,
             "seed": mc.seed,
@@ -625,6 +636,20 @@ def _generate_options(fn: F, *, topology: bool = True, servers: bool = True) -> 
             default=d.window_hours,
             show_default=True,
             help="With --jobs-from: length of the trace window.",
+        ),
+        opt(
+            "--ps-fraction",
+            type=FiniteRange(0, 1),
+            default=d.ps_fraction,
+            show_default=True,
+            help="Share of jobs that are parameter-server jobs (their shards placed too).",
+        ),
+        opt(
+            "--ps-shards",
+            type=click.IntRange(min=1, max=1024),
+            default=d.ps_shards,
+            show_default=True,
+            help="Shards of each parameter-server job.",
         ),
         opt(
             "--prove-optimum/--no-prove-optimum",
@@ -1329,10 +1354,9 @@ def import_placement(folder: str, instance: str, output: str | None) -> None:
     unknown = [j for j in assignment if j not in inst.job_by_id]
     if unknown:
         raise InvalidInputError([f"{folder}: job {j!r} is not in instance {inst.name!r}" for j in unknown])
-    violations = placement.validate(inst, assignment)
-    if violations:
-        raise InvalidInputError([f"{folder}: {v.message}" for v in violations], source=folder)
     sol = placed(inst, assignment, "import-placement")
+    if not sol.status.has_placement:
+        raise InvalidInputError([f"{folder}: {sol.stats.get('message', 'not a valid placement')}"], source=folder)
     _emit(solution_to_dict(sol), output, f"{len(sol.assignment)} job(s), objective {sol.objective:.6g}")
 
 

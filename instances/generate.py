@@ -87,6 +87,8 @@ class GeneratorSpec:
     window_start_s: float = 3442393.0
     window_hours: float = 12.0
     prove_optimum: bool = False
+    ps_fraction: float = 0.0
+    ps_shards: int = 2
     seed: int = 0
     name: str = ""
 
@@ -142,6 +144,10 @@ class GeneratorSpec:
             out.append(f"load must be in (0, 4] (above 1: overload, for best_effort), got {self.load}")
         if self.seed < 0:
             out.append(f"seed must be an integer >= 0, got {self.seed}")
+        if not (isinstance(self.ps_fraction, (int, float)) and 0 <= self.ps_fraction <= 1):
+            out.append(f"ps_fraction must be in [0, 1], got {self.ps_fraction}")
+        if not 1 <= self.ps_shards <= 1024:
+            out.append(f"ps_shards must be an integer in [1, 1024], got {self.ps_shards}")
         return out
 
     @property
@@ -406,7 +412,29 @@ def _jobs(
                 memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
             )
         )
-    return jobs
+    return _as_ps(spec, jobs)
+
+
+def _as_ps(spec: GeneratorSpec, jobs: list[Job]) -> list[Job]:
+    """Make a ``ps_fraction`` share of the jobs parameter-server jobs with ``ps_shards``
+    shards (4 CPUs and 16 GB each with ``cpu_memory``), drawn from their own seeded stream so
+    that the rest of the instance is the same as without them."""
+    if spec.ps_fraction <= 0:
+        return jobs
+    rng = np.random.default_rng([spec.seed, 14])
+    pick = rng.random(len(jobs)) < spec.ps_fraction
+    return [
+        replace(
+            j,
+            architecture="ps",
+            ps_shards=spec.ps_shards,
+            ps_cpus=4.0 if spec.cpu_memory else None,
+            ps_memory_gb=16.0 if spec.cpu_memory else None,
+        )
+        if p
+        else j
+        for j, p in zip(jobs, pick)
+    ]
 
 
 def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:

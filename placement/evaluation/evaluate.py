@@ -3,7 +3,8 @@
 Exact expected slowest-worker iteration time for independent discrete slowdowns (product of
 CDFs over the merged support points) and for scenario tables, with per-job overrides, fully
 vectorised with numpy over all jobs of a placement (the kernel is
-:meth:`placement.problem.EvalIndex.expected_max`).
+:meth:`placement.problem.EvalIndex.expected_max`); a parameter-server job adds its push/pull
+phase, a second expected maximum over its shards' servers (:mod:`placement.problem.shards`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import MappingProxyType
 from placement.model.records import Assignment, Instance, JobReport
 from placement.problem.arrays import arrays_of, job_groups
 from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.shards import ps_phase, ps_straggler
 from placement.problem.topology import cluster_of
 
 __all__ = ["Evaluation", "evaluate"]
@@ -31,8 +33,9 @@ class Evaluation:
     unplaced: tuple[str, ...]
 
 
-def evaluate(instance: Instance, assignment: Assignment) -> Evaluation:
-    """Exact figures of ``assignment`` (which the validator should have accepted).
+def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> Evaluation:
+    """Exact figures of ``assignment`` and, for parameter-server jobs, their ``shards``
+    (which the validator should have accepted).
 
     >>> from placement.instances import load_bundled
     >>> inst = load_bundled("tiny")
@@ -44,21 +47,41 @@ def evaluate(instance: Instance, assignment: Assignment) -> Evaluation:
     groups = job_groups(instance, assignment)
     e, ideal, strag = idx.expected_max(groups)
     cluster = cluster_of(instance)
+    # parameter-server jobs: the push/pull phase, one batched kernel call
+    ps_items = []
+    for jp, _ in groups:
+        job = instance.jobs[jp]
+        z = {instance.server_pos[s]: int(k) for s, k in (shards or {}).get(job.id, {}).items() if k > 0}
+        if job.is_ps and z:
+            x = {instance.server_pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
+            ps_items.append((jp, x, z))
+    ps_e, ps_ideal, ps_bw = ps_phase(instance, ps_items)
+    ps_at = {jp: k for k, (jp, _, _) in enumerate(ps_items)}
     reports: dict[str, JobReport] = {}
     objective = 0.0
     placed_w = 0.0
     for g, (jp, sps) in enumerate(groups):
         job = instance.jobs[jp]
-        ids = [instance.servers[sp].id for sp in sps]
-        bw = cluster.bandwidth(ids)
-        c = comm_ms(job, bw)
-        exp_t = float(e[g]) + c
+        if jp in ps_at:
+            k = ps_at[jp]
+            _, x, z = ps_items[k]
+            bw = ps_bw[k]
+            exp_t = float(e[g]) + float(ps_e[k])
+            ideal_t = float(ideal[g]) + float(ps_ideal[k])
+            p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]))
+            n_servers = len(set(x) | set(z))
+        else:
+            ids = [instance.servers[sp].id for sp in sps]
+            bw = cluster.bandwidth(ids)
+            c = comm_ms(job, bw)
+            exp_t, ideal_t, p_strag = float(e[g]) + c, float(ideal[g]) + c, float(strag[g])
+            n_servers = len(sps)
         reports[job.id] = JobReport(
             expected_iteration_ms=exp_t,
-            ideal_iteration_ms=float(ideal[g]) + c,
-            straggler_probability=float(strag[g]),
+            ideal_iteration_ms=ideal_t,
+            straggler_probability=p_strag,
             bandwidth_gbps=float(bw),
-            servers=len(sps),
+            servers=n_servers,
         )
         objective += weight_factor(instance, job) * exp_t
         placed_w += job.weight

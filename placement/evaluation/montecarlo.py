@@ -12,6 +12,7 @@ import numpy as np
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of, job_groups
 from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.shards import ps_coefs
 from placement.problem.topology import cluster_of
 
 __all__ = ["MonteCarloResult", "monte_carlo"]
@@ -29,16 +30,29 @@ class MonteCarloResult:
 
 
 def monte_carlo(
-    instance: Instance, assignment: Assignment, *, samples: int = 10_000, seed: int = 0
+    instance: Instance,
+    assignment: Assignment,
+    *,
+    samples: int = 10_000,
+    seed: int = 0,
+    shards: Assignment | None = None,
 ) -> MonteCarloResult:
     """Simulate ``samples`` iterations of the whole cluster (one slowdown draw per server,
-    or one scenario, per iteration) and average each job's slowest-worker time."""
+    or one scenario, per iteration) and average each job's slowest-worker time; a
+    parameter-server job adds its push/pull phase, its shards' servers slowed by the same
+    draws."""
     if samples < 2:
         raise ValueError(f"The 'samples' parameter of monte_carlo must be an int >= 2. Got {samples!r} instead.")
     rng = np.random.default_rng(seed)
     idx = arrays_of(instance)
     groups = job_groups(instance, assignment)
-    used = sorted({sp for _, sps in groups for sp in sps})
+    pos = instance.server_pos
+    z_of = {
+        instance.job_pos[j]: {pos[s]: int(k) for s, k in a.items() if k > 0}
+        for j, a in (shards or {}).items()
+        if j in instance.job_pos and instance.job_by_id[j].is_ps
+    }
+    used = sorted({sp for _, sps in groups for sp in sps} | {sp for z in z_of.values() for sp in z})
 
     def draw(v: np.ndarray, p: np.ndarray) -> np.ndarray:
         return v[np.minimum(np.searchsorted(np.cumsum(p), rng.random(samples), side="right"), len(v) - 1)]
@@ -53,18 +67,28 @@ def monte_carlo(
     jobs: dict[str, tuple[float, float]] = {}
     for jp, sps in groups:
         job = instance.jobs[jp]
-        ids = [instance.servers[sp].id for sp in sps]
-        c = comm_ms(job, cluster_of(instance).bandwidth(ids))
+        z = z_of.get(jp, {})
+        draws: dict[int, np.ndarray] = {}
+        for sp in sorted(set(sps) | set(z)):  # one draw per server for both phases
+            if (jp, sp) in idx.over_dist:
+                draws[sp] = draw(*idx.over_dist[(jp, sp)])
+            elif (jp, sp) in idx.over_row:
+                draws[sp] = idx.over_row[(jp, sp)][scen]
+            else:
+                draws[sp] = S[sp]
         t = np.zeros(samples)
         for sp in sps:
-            if (jp, sp) in idx.over_dist:
-                s = draw(*idx.over_dist[(jp, sp)])
-            elif (jp, sp) in idx.over_row:
-                s = idx.over_row[(jp, sp)][scen]
-            else:
-                s = S[sp]
-            t = np.maximum(t, idx.a(jp, sp) * s)
-        t = t + c
+            t = np.maximum(t, idx.a(jp, sp) * draws[sp])
+        if z:
+            x = {pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
+            shard_sps, coefs, _ = ps_coefs(instance, job, x, z)
+            push = np.zeros(samples)
+            for sp, c in zip(shard_sps, coefs):
+                push = np.maximum(push, c * draws[sp])
+            t = t + push
+        else:
+            ids = [instance.servers[sp].id for sp in sps]
+            t = t + comm_ms(job, cluster_of(instance).bandwidth(ids))
         jobs[job.id] = (float(t.mean()), float(1.96 * t.std(ddof=1) / math.sqrt(samples)))
         total += weight_factor(instance, job) * t
     return MonteCarloResult(

@@ -7,15 +7,21 @@ import math
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
 from placement.model.records import Assignment, Instance
+from placement.problem.shards import complete_shards
 
 __all__ = ["placement_key", "best_placement"]
 
 
 def placement_key(instance: Instance, assignment: Assignment | None) -> tuple[float, float]:
-    """Lexicographic key (smaller is better): (-weight placed, objective); invalid: inf."""
-    if assignment is None or validate(instance, assignment):
+    """Lexicographic key (smaller is better): (-weight placed, objective); invalid: inf.
+    Parameter-server jobs are ranked with the shards the shard rule gives them (as the
+    driver will place them)."""
+    if assignment is None:
         return (math.inf, math.inf)
-    ev = evaluate(instance, assignment)
+    shards = complete_shards(instance, assignment, None)
+    if validate(instance, assignment, shards=shards):
+        return (math.inf, math.inf)
+    ev = evaluate(instance, assignment, shards)
     return (-ev.placed_weight, ev.objective)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Assignment, Instance
-from placement.problem.rules import RESOURCES, meets_deadline, over_capacity
+from placement.problem.rules import RESOURCES, SHARD_RESOURCES, meets_deadline, over_capacity
 from placement.problem.topology import cluster_of
 
 __all__ = ["Violation", "validate", "is_valid"]
@@ -31,13 +31,17 @@ class Violation:
         return self.message
 
 
-def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -> list[Violation]:
-    """All violations of ``assignment`` on ``instance`` (empty list: valid).
+def validate(
+    instance: Instance, assignment: Assignment, unplaced: Any = None, shards: Assignment | None = None
+) -> list[Violation]:
+    """All violations of ``assignment`` (and ``shards``) on ``instance`` (empty list: valid).
 
-    Checks ids and worker counts, gang completeness, free GPUs, CPU and memory, allowed GPU
-    types and servers, ``max_servers``, reachability (the job's servers must be connected),
-    deadlines (on the exact expected time) and admission (``all``: every job placed).  If
-    ``unplaced`` is given it must list exactly the jobs left out.
+    Checks ids and worker counts, gang completeness, free GPUs, CPU and memory (shards'
+    included), allowed GPU types and servers, ``max_servers`` and reachability (over the
+    workers' and shards' servers together), every placed parameter-server job's shard count
+    (and no shards for any other job), deadlines (on the exact expected time) and admission
+    (``all``: every job placed).  If ``unplaced`` is given it must list exactly the jobs left
+    out.
     """
     out: list[Violation] = []
     jobs = instance.job_by_id
@@ -101,6 +105,69 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
                 Violation("unreachable", f"job {jid!r} spans servers that cannot reach each other: {sorted(a)}", jid)
             )
         placed[jid] = a
+    # parameter-server shards: counts, servers, CPU and memory; max_servers and reachability
+    # over the workers' and the shards' servers together
+    shard_sets: dict[str, set[str]] = {}
+    for jid, z in (shards or {}).items():
+        z = {s: k for s, k in z.items() if not (isinstance(k, int) and not isinstance(k, bool) and k == 0)}
+        if jid not in jobs:
+            out.append(Violation("unknown_job", f"shards names unknown job {jid!r}", job=jid))
+            continue
+        job = jobs[jid]
+        if not z:
+            continue
+        if not job.is_ps:
+            out.append(Violation("shards", f"job {jid!r} is not a parameter-server job but has shards", jid))
+            continue
+        if jid not in placed:
+            out.append(Violation("shards", f"job {jid!r} has shards but no workers placed", jid))
+            continue
+        bad = False
+        for sid, k in z.items():
+            if sid not in servers:
+                out.append(Violation("unknown_server", f"job {jid!r} has shards on unknown server {sid!r}", jid, sid))
+                bad = True
+            elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
+                out.append(
+                    Violation(
+                        "bad_count", f"job {jid!r} has {k!r} shards on {sid!r}; counts are integers >= 0", jid, sid
+                    )
+                )
+                bad = True
+            else:
+                if job.allowed_servers is not None and sid not in job.allowed_servers:
+                    out.append(
+                        Violation("allowed_servers", f"job {jid!r}'s shards are not allowed on {sid!r}", jid, sid)
+                    )
+                for field, per in SHARD_RESOURCES:
+                    if getattr(job, per) is not None:
+                        demand[field][sid] += k * getattr(job, per)
+        if bad:
+            continue
+        if sum(z.values()) != job.shards:
+            out.append(Violation("shards", f"job {jid!r} has {sum(z.values())} of its {job.shards} shards placed", jid))
+        shard_sets[jid] = set(z)
+    for jid, a in placed.items():
+        job = jobs[jid]
+        if job.is_ps and jid not in shard_sets and not any(v.job == jid and v.kind == "shards" for v in out):
+            out.append(
+                Violation("shards", f"parameter-server job {jid!r} is placed without its {job.shards} shards", jid)
+            )
+        if jid in shard_sets:
+            together = set(a) | shard_sets[jid]
+            if job.max_servers is not None and len(together) > job.max_servers:
+                out.append(
+                    Violation(
+                        "max_servers",
+                        f"job {jid!r} spans {len(together)} servers with its shards, more than its max_servers "
+                        f"{job.max_servers}",
+                        jid,
+                    )
+                )
+            if len(together) > 1 and cluster_of(instance).bottleneck(sorted(together)) <= 0.0:
+                out.append(
+                    Violation("unreachable", f"job {jid!r}'s shards cannot reach its workers: {sorted(together)}", jid)
+                )
     for sid, k in gpus.items():
         srv = servers[sid]
         if k > srv.free_gpus:
@@ -131,8 +198,8 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
             if j.id not in placed:
                 out.append(Violation("admission", f"job {j.id!r} is not placed, but admission is 'all'", j.id))
     deadline_jobs = [jid for jid in placed if jobs[jid].deadline_s is not None]
-    if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type") for v in out):
-        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs})
+    if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type", "shards") for v in out):
+        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs}, shards)
         for jid in deadline_jobs:
             job = jobs[jid]
             e_ms = ev.jobs[jid].expected_iteration_ms
@@ -148,5 +215,5 @@ def validate(instance: Instance, assignment: Assignment, unplaced: Any = None) -
     return out
 
 
-def is_valid(instance: Instance, assignment: Assignment) -> bool:
-    return not validate(instance, assignment)
+def is_valid(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> bool:
+    return not validate(instance, assignment, shards=shards)

@@ -157,6 +157,13 @@ def _semantic_problems(data: Any) -> list[str]:
                             f"{where}: with a scenario table, a job's override is a list of per-scenario values"
                         )
                     _check_distribution(d, where, problems)
+        arch = j.get("architecture", "allreduce")
+        if arch != "ps":
+            for ps_key in ("ps_shards", "ps_cpus", "ps_memory_gb"):
+                if ps_key in j:
+                    problems.append(f'jobs[{i}].{ps_key} is only for parameter-server jobs (architecture "ps")')
+        elif "ps_shards" not in j:
+            problems.append(f'jobs[{i}].ps_shards is required with architecture "ps"')
         if "iterations" not in j:
             if objective == "weighted_expected_jct":
                 problems.append(f"jobs[{i}].iterations is required by the objective 'weighted_expected_jct'")
@@ -222,6 +229,10 @@ def _build(data: Mapping[str, Any]) -> Instance:
                 allowed_servers=tuple(j["allowed_servers"]) if "allowed_servers" in j else None,
                 deadline_s=_opt_float(j.get("deadline_s")),
                 slowdown=over,
+                architecture=j.get("architecture", "allreduce"),
+                ps_shards=j.get("ps_shards"),
+                ps_cpus=_opt_float(j.get("ps_cpus")),
+                ps_memory_gb=_opt_float(j.get("ps_memory_gb")),
             )
         )
     return Instance(
@@ -302,6 +313,11 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         for key in ("cpus_per_worker", "memory_gb_per_worker", "max_servers", "deadline_s"):
             if getattr(j, key) is not None:
                 d[key] = getattr(j, key)
+        if j.is_ps:
+            d["architecture"] = "ps"
+            for key in ("ps_shards", "ps_cpus", "ps_memory_gb"):
+                if getattr(j, key) is not None:
+                    d[key] = getattr(j, key)
         if j.gpu_speed is not None:
             d["gpu_speed"] = dict(j.gpu_speed)
         if j.allowed_servers is not None:

@@ -25,6 +25,7 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "objective": sol.objective,
         "bound": sol.bound,
         "assignment": {j: dict(a) for j, a in sol.assignment.items()},
+        **({"shards": {j: dict(a) for j, a in sol.shards.items()}} if sol.shards else {}),
         "unplaced": list(sol.unplaced),
         "jobs": {
             j: {
@@ -58,6 +59,12 @@ def solution_from_dict(
             for sid in a:
                 if sid not in instance.server_by_id:
                     problems.append(f"assignment.{jid}.{sid} names unknown server {sid!r}")
+        for jid, a in data.get("shards", {}).items():
+            if jid not in instance.job_by_id:
+                problems.append(f"shards.{jid} names unknown job {jid!r}")
+            for sid in a:
+                if sid not in instance.server_by_id:
+                    problems.append(f"shards.{jid}.{sid} names unknown server {sid!r}")
         for k, jid in enumerate(data["unplaced"]):
             if jid not in instance.job_by_id:
                 problems.append(f"unplaced[{k}] names unknown job {jid!r}")
@@ -73,6 +80,7 @@ def solution_from_dict(
         unplaced=tuple(data["unplaced"]),
         jobs={j: JobReport(**r) for j, r in data["jobs"].items()},
         stats=data["stats"],
+        shards={j: dict(a) for j, a in data.get("shards", {}).items()},
     )
 
 

@@ -52,7 +52,7 @@ def _run(instance: Instance, rule: Rule, name: str, order: Sequence[int] | None 
 def _outcome(instance: Instance, st: State, path: list[str]) -> Outcome:
     if instance.admission == "all" and len(st.x) < len(instance.jobs):
         return Outcome(None, path=path, message=f"{len(instance.jobs) - len(st.x)} job(s) did not fit")
-    return Outcome(st.assignment(), path=path)
+    return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
 
 
 def _free(st: State, jp: int) -> np.ndarray:

@@ -17,6 +17,8 @@ from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Instance
 from placement.model.tolerances import TIE_RTOL
+from placement.problem.rules import meets_deadline, over_capacity, weight_factor
+from placement.problem.shards import ps_phase, shard_room
 from placement.problem.state import State
 from placement.solving.options import Options, Outcome
 
@@ -78,6 +80,38 @@ def job_allocations(st: State, jp: int, limit: int = MAX_ALLOCATIONS) -> list[di
     return out
 
 
+def shard_placements(
+    st: State, jp: int, alloc: dict[int, int], limit: int = MAX_ALLOCATIONS
+) -> list[dict[int, int]] | None:
+    """Every placement of parameter-server job ``jp``'s shards beside its workers ``alloc``
+    (on empty capacity, within ``max_servers`` and the workers' component); ``None`` if
+    more than ``limit``."""
+    inst = st.instance
+    job = inst.jobs[jp]
+    n = len(inst.servers)
+    allowed = range(n) if job.allowed_servers is None else sorted(inst.server_pos[s] for s in job.allowed_servers)
+    comp = int(st.component[next(iter(alloc))])
+    sps = [sp for sp in allowed if int(st.component[sp]) == comp]
+    full_c = np.array([math.inf if s.cpus is None else s.cpus for s in inst.servers])
+    full_m = np.array([math.inf if s.memory_gb is None else s.memory_gb for s in inst.servers])
+    rooms = []
+    for sp in sps:
+        c, m = full_c.copy(), full_m.copy()
+        c[sp] -= alloc.get(sp, 0) * (job.cpus_per_worker or 0.0)
+        m[sp] -= alloc.get(sp, 0) * (job.memory_gb_per_worker or 0.0)
+        rooms.append(int(min(job.shards, shard_room(job, sp, c, m))))
+    keep = [(sp, r) for sp, r in zip(sps, rooms) if r > 0]
+    if len(keep) > MAX_SERVERS or _count([r for _, r in keep], job.shards) > limit:
+        return None
+    out = []
+    for comp_z in _compositions([r for _, r in keep], job.shards):
+        z = {sp: k for (sp, _), k in zip(keep, comp_z) if k > 0}
+        if job.max_servers is not None and len(set(alloc) | set(z)) > job.max_servers:
+            continue
+        out.append(z)
+    return out
+
+
 def estimate_size(instance: Instance) -> float:
     """Product over jobs of their allocation counts (inf when one job alone is too many)."""
     st = State(instance)
@@ -93,7 +127,7 @@ def estimate_size(instance: Instance) -> float:
 def brute_force(instance: Instance, opts: Options) -> Outcome:
     st = State(instance)
     J = len(instance.jobs)
-    options: list[list[tuple[float, dict[int, int]]]] = []
+    options: list[list[tuple[float, dict[int, int], dict[int, int] | None]]] = []
     size = 1.0
     for jp in range(J):
         allocs = job_allocations(st, jp)
@@ -101,8 +135,14 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             raise MethodUnavailableError(
                 f"brute_force: job {instance.jobs[jp].id!r} alone has more than {MAX_ALLOCATIONS} allocations"
             )
-        costs = st.costs(jp, [list(a) for a in allocs]) if allocs else np.zeros(0)
-        opts_j = sorted(((float(c), a) for c, a in zip(costs, allocs) if math.isfinite(c)), key=lambda t: t[0])
+        job = instance.jobs[jp]
+        if job.is_ps:
+            opts_j = _ps_options(instance, st, jp, allocs)
+        else:
+            costs = st.costs(jp, [list(a) for a in allocs]) if allocs else np.zeros(0)
+            opts_j = sorted(
+                ((float(c), a, None) for c, a in zip(costs, allocs) if math.isfinite(c)), key=lambda t: t[0]
+            )
         options.append(opts_j)
         size *= max(1, len(opts_j) + (instance.admission == "best_effort"))
     if size > MAX_SEARCH:
@@ -121,6 +161,8 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         w_rest[i] = w_rest[i + 1] + instance.jobs[jp].weight
     best_effort = instance.admission == "best_effort"
     cur: dict[int, dict[int, int]] = {}
+    shards_of: dict[int, dict[int, int] | None] = {}
+    best_shards: list[dict[int, dict[int, int] | None]] = [{}]
     timed_out = [False]
 
     def dfs(i: int, cost: float, w: float) -> None:
@@ -130,6 +172,7 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             if w > best_w[0] + TIE_RTOL or (abs(w - best_w[0]) <= TIE_RTOL and cost < best_cost[0]):
                 best_w[0], best_cost[0] = w, cost
                 best_sol[0] = {k: dict(v) for k, v in cur.items()}
+                best_shards[0] = dict(shards_of)
             return
         if opts.budget.expired():
             timed_out[0] = True
@@ -141,14 +184,17 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             return
         jp = order[i]
         job = instance.jobs[jp]
-        for c, alloc in options[jp]:
+        for c, alloc, z in options[jp]:
             if not best_effort and cost + c + min_rest[i + 1] >= best_cost[0]:
                 break
             if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()):
-                st.take(jp, alloc)
-                cur[jp] = alloc
-                dfs(i + 1, cost + c, w + job.weight)
-                del cur[jp]
+                st.take(jp, alloc, z)
+                if z is None or _shards_fit(st, z):
+                    cur[jp] = alloc
+                    shards_of[jp] = z
+                    dfs(i + 1, cost + c, w + job.weight)
+                    del cur[jp]
+                    shards_of.pop(jp, None)
                 st.release(jp)
         if best_effort:
             dfs(i + 1, cost, w)
@@ -161,15 +207,56 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         return Outcome(None, infeasible=True, path=path, message="enumeration found no placement of every job")
     out = State(instance)
     for jp, alloc in best_sol[0].items():
-        out.take(jp, alloc)
+        out.take(jp, alloc, best_shards[0].get(jp))
     proven = not timed_out[0]
     bound = None
     if proven:
-        bound = evaluate(instance, out.assignment()).objective
+        bound = evaluate(instance, out.assignment(), out.shard_assignment()).objective
     return Outcome(
         out.assignment(),
         optimal=proven,
         bound=bound,
         path=path,
         message=None if proven else "time limit reached: best placement found, not proven",
+        shards=out.shard_assignment(),
     )
+
+
+def _shards_fit(st: State, z: dict[int, int]) -> bool:
+    """Whether the CPU and memory left after taking shards ``z`` stay within capacity."""
+    servers = st.instance.servers
+    for sp in z:
+        for left, cap in ((st.cpus[sp], servers[sp].cpus), (st.mem[sp], servers[sp].memory_gb)):
+            if cap is not None and over_capacity(cap - left, cap):
+                return False
+    return True
+
+
+def _ps_options(
+    instance: Instance, st: State, jp: int, allocs: list[dict[int, int]]
+) -> list[tuple[float, dict[int, int], dict[int, int] | None]]:
+    """Every (workers, shards) of a parameter-server job with its exact cost, cheapest first."""
+    job = instance.jobs[jp]
+    pairs = []
+    for alloc in allocs:
+        zs = shard_placements(st, jp, alloc)
+        if zs is None:
+            raise MethodUnavailableError(
+                f"brute_force: job {job.id!r} has more than {MAX_ALLOCATIONS} shard placements"
+            )
+        pairs += [(alloc, z) for z in zs]
+        if len(pairs) > MAX_ALLOCATIONS:
+            raise MethodUnavailableError(
+                f"brute_force: job {job.id!r} has more than {MAX_ALLOCATIONS} placements of workers and shards"
+            )
+    if not pairs:
+        return []
+    e, _, _ = st.idx.expected_max([(jp, sorted(a)) for a, _ in pairs])
+    comm, _, _ = ps_phase(instance, [(jp, a, z) for a, z in pairs])
+    wf = weight_factor(instance, job)
+    out = []
+    for (alloc, z), ek, ck in zip(pairs, e, comm):
+        t = float(ek) + float(ck)
+        if math.isfinite(t) and meets_deadline(job, t):
+            out.append((wf * t, alloc, z))
+    return sorted(out, key=lambda o: o[0])

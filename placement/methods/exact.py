@@ -11,6 +11,11 @@ answer back to servers (:class:`~placement.solving.backend.Backend`).
 5. **claims**: ``optimal`` when the backend proved it (or its bound proves the returned
    placement within its tolerance), ``infeasible`` only when its model is exact and
    unpruned; with ``best_effort``, a bound only with a proof.
+
+Parameter-server jobs: the models price their compute phase only (their push/pull phase is
+0 in ``rules.comm_ms``), so a model's bound stays a valid lower bound; their shards are
+placed by the shard rule, here for the checks and in the driver for the answer, which then
+claims no optimality.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from placement.formulations.cpsat import CpSatBackend
 from placement.formulations.milp import MilpBackend
 from placement.methods.greedy import greedy
 from placement.model.records import Assignment, Instance
+from placement.problem.shards import complete_shards
 from placement.solving.backend import Backend, Termination
 from placement.solving.options import Options, Outcome
 
@@ -38,6 +44,8 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         path.append("start:greedy" if start is not None else "start:none")
     cutoff = None
     if prune and start is not None and instance.admission == "all":
+        # the backends' models leave out a parameter-server job's push/pull phase, so the
+        # cutoff is the start's objective without it (its shards are not evaluated)
         cutoff = evaluate(instance, start).objective
     res = backend.run(instance, start=start, cutoff=cutoff, budget=opts.budget, seed=opts.seed, threads=opts.threads)
     path += res.path
@@ -72,7 +80,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
             return done(start, message="the pruned model was reported infeasible; returned the start")
         return done(None, infeasible=res.exact and not best_effort, message=res.message)
     assignment = res.assignment
-    if assignment is not None and validate(instance, assignment):
+    if assignment is not None and validate(instance, assignment, shards=complete_shards(instance, assignment, None)):
         # only a relaxed row (CP-SAT's rounded deadline) can let this happen
         path.append("invalid after rounding")
         assignment = None
@@ -86,7 +94,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     if best_placement(instance, assignment, start)[0] == 1:
         path.append("start better than incumbent: returned start")
         assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
-    true = evaluate(instance, assignment).objective
+    true = evaluate(instance, assignment, complete_shards(instance, assignment, None)).objective
     gap_ok = bound is not None and true - bound <= backend.optimal_rtol * max(1.0, abs(true))
     proven = res.termination is Termination.OPTIMAL and (backend.trust_status or gap_ok)
     optimal = res.exact and res.weight_proven and (proven or (cutoff is not None and gap_ok))

@@ -193,4 +193,4 @@ def greedy(instance: Instance, opts: Options) -> Outcome:
             st = st2
         else:
             return Outcome(None, path=path, message="greedy and the consolidating fallback could not place every job")
-    return Outcome(st.assignment(), path=path)
+    return Outcome(st.assignment(), path=path, shards=st.shard_assignment())

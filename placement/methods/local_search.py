@@ -274,7 +274,7 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     path.append(f"local_search({moves} moves, {kicks} kicks, {kept} kept)")
     if not st.complete:
         return Outcome(None, path=path, message="local search could not place every job")
-    return Outcome(st.assignment(), path=path)
+    return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
 
 
 def bound_then_improve(

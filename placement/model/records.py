@@ -123,6 +123,13 @@ class Job:
     allowed_servers: tuple[str, ...] | None = None
     deadline_s: float | None = None
     slowdown: Mapping[str, Override] = field(default_factory=dict)
+    architecture: str = "allreduce"
+    """``allreduce`` (a ring) or ``ps`` (parameter servers: ``ps_shards`` shards placed on
+    servers, a push/pull phase after the compute phase; DESIGN.md, "Parameter-server jobs")."""
+    ps_shards: int | None = None
+    ps_cpus: float | None = None
+    """CPUs each shard takes on its server (``None``: not counted)."""
+    ps_memory_gb: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "slowdown", _frozen_map(self.slowdown))
@@ -130,6 +137,16 @@ class Job:
             object.__setattr__(self, "gpu_speed", _frozen_map(self.gpu_speed))
         if self.allowed_servers is not None:
             object.__setattr__(self, "allowed_servers", tuple(self.allowed_servers))
+
+    @property
+    def is_ps(self) -> bool:
+        """Whether this is a parameter-server job (its shards are placed too)."""
+        return self.architecture == "ps"
+
+    @property
+    def shards(self) -> int:
+        """Shards to place: ``ps_shards`` for a parameter-server job, else 0."""
+        return int(self.ps_shards or 1) if self.is_ps else 0
 
     def speed(self, gpu_type: str) -> float | None:
         """Relative speed on ``gpu_type``; ``None`` when the type is not allowed."""
@@ -242,12 +259,19 @@ class Solution:
     unplaced: tuple[str, ...]
     jobs: Mapping[str, JobReport]
     stats: Mapping[str, Any]
+    shards: Assignment = field(default_factory=dict)
+    """``{job: {server: shards}}`` of the parameter-server jobs placed."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "assignment",
             MappingProxyType({j: MappingProxyType(dict(a)) for j, a in self.assignment.items()}),
+        )
+        object.__setattr__(
+            self,
+            "shards",
+            MappingProxyType({j: MappingProxyType(dict(a)) for j, a in self.shards.items()}),
         )
         object.__setattr__(self, "jobs", _frozen_map(self.jobs))
         object.__setattr__(self, "stats", _frozen_map(self.stats))

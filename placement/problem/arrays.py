@@ -150,27 +150,44 @@ class EvalIndex:
             return float((self.over_row[(jp, sp)] <= 1.0) @ self.scenario_probs)  # type: ignore[operator]
         return float(self.server_survival[sp])
 
+    def cdf(self, jp: int, sp: int, x: float) -> np.ndarray | float:
+        """``P(S_jn <= x)`` for independent slowdowns; for scenario tables, the indicator of
+        ``S_jn <= x`` per scenario (an array)."""
+        tol = 1 + TIE_RTOL
+        if self.scenario_probs is None:
+            v, p = self.over_dist.get((jp, sp)) or self.dists[sp]
+            return float(p[v <= x * tol].sum())
+        row = self.over_row.get((jp, sp))
+        return (self.table[sp] if row is None else row) <= x * tol
+
     # the expected maximum -------------------------------------------------------
-    def expected_max(self, groups: Sequence[tuple[int, Sequence[int]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def expected_max(
+        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For each ``(job position, server positions)`` group: ``E[max_n a_n S_n]``,
-        ``max_n a_n`` (ideal) and ``P(max_n a_n S_n > max_n a_n)``."""
+        ``max_n a_n`` (ideal) and ``P(max_n a_n S_n > max_n a_n)``.  ``coefs[g][k]``, when
+        given, replaces ``a`` of the k-th server of group g (a parameter-server job's push/pull
+        times, the same draws of ``S``)."""
         if not groups:
             z = np.zeros(0)
             return z, z, z
         if self.scenario_probs is None:
-            return self._expected_max_independent(groups)
-        return self._expected_max_scenarios(groups)
+            return self._expected_max_independent(groups, coefs)
+        return self._expected_max_scenarios(groups, coefs)
+
+    def _coef(self, coefs: Sequence[Sequence[float]] | None, g: int, k: int, jp: int, sp: int) -> float:
+        return self.a(jp, sp) if coefs is None else float(coefs[g][k])
 
     def _expected_max_scenarios(
-        self, groups: Sequence[tuple[int, Sequence[int]]]
+        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows: list[np.ndarray] = []
         a_all: list[float] = []
         starts: list[int] = []
-        for jp, sps in groups:
+        for g, (jp, sps) in enumerate(groups):
             starts.append(len(rows))
-            for sp in sps:
-                a = self.a(jp, sp)
+            for k, sp in enumerate(sps):
+                a = self._coef(coefs, g, k, jp, sp)
                 row = self.over_row.get((jp, sp))
                 rows.append(self.table[sp] if row is None else row)
                 a_all.append(a)
@@ -185,13 +202,13 @@ class EvalIndex:
         return e, ideal, np.clip(strag, 0.0, 1.0)
 
     def _expected_max_independent(
-        self, groups: Sequence[tuple[int, Sequence[int]]]
+        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ts, ps, seg_of_pair, pair_len, a_all = [], [], [], [], []
         for g, (jp, sps) in enumerate(groups):
-            for sp in sps:
+            for k, sp in enumerate(sps):
                 v, p = self.over_dist.get((jp, sp)) or self.dists[sp]
-                a = self.a(jp, sp)
+                a = self._coef(coefs, g, k, jp, sp)
                 ts.append(v * a)
                 ps.append(p)
                 seg_of_pair.append(g)

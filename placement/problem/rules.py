@@ -1,7 +1,8 @@
 """The rules of the model, each written once: every layer above (validator, heuristics,
 exact models, bounds) calls these instead of restating them.
 
-- **communication**: the ring all-reduce time of a job at a bandwidth;
+- **communication**: the ring all-reduce time of a job at a bandwidth, and the push/pull time
+  of a parameter-server job's shards on a server;
 - **objective**: a job's coefficient on ``E[T_j]``;
 - **capacity**: how many workers of a job fit in what is left of a server (GPUs, CPU,
   memory), whether a demand is over a capacity, and the integer units of capacity rows;
@@ -26,6 +27,8 @@ K = TypeVar("K")
 
 __all__ = [
     "comm_ms",
+    "ps_comm_ms",
+    "SHARD_RESOURCES",
     "weight_factor",
     "RESOURCES",
     "worker_room",
@@ -42,12 +45,29 @@ __all__ = [
 
 # -------------------------------------------------------------- communication
 def comm_ms(job: Job, bandwidth_gbps: float) -> float:
-    """Ring all-reduce time ``2 (W-1)/W * 8 G / B`` in ms (0 for one worker, inf when B=0)."""
-    if job.workers == 1:
+    """Ring all-reduce time ``2 (W-1)/W * 8 G / B`` in ms (0 for one worker, inf when B=0);
+    0 for a parameter-server job, whose push/pull phase is :func:`ps_comm_ms`'s."""
+    if job.workers == 1 or job.is_ps:
         return 0.0
     if bandwidth_gbps <= 0:
         return math.inf
     return 2.0 * (job.workers - 1) / job.workers * 8.0 * job.gradient_mb / bandwidth_gbps
+
+
+def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float) -> float:
+    """Push/pull time of the ``shards`` of a parameter-server job on one server at S = 1:
+    ``8 * 2 * z (G/P) (R / B + L / intra)`` ms, with L = ``local_workers`` on that server and
+    R = the others (inf when a remote worker has no bandwidth)."""
+    if shards <= 0:
+        return 0.0
+    remote = job.workers - local_workers
+    per = 8.0 * 2.0 * shards * job.gradient_mb / job.shards
+    t = 0.0
+    if remote > 0:
+        t += math.inf if bandwidth_gbps <= 0 else remote / bandwidth_gbps
+    if local_workers > 0:
+        t += local_workers / intra_gbps
+    return per * t
 
 
 # ------------------------------------------------------------------ objective
@@ -61,6 +81,10 @@ def weight_factor(instance: Instance, job: Job) -> float:
 # ------------------------------------------------------------------- capacity
 RESOURCES = (("cpus", "cpus_per_worker"), ("memory_gb", "memory_gb_per_worker"))
 """The divisible resources besides GPUs: (server field, job field per worker)."""
+
+
+SHARD_RESOURCES = (("cpus", "ps_cpus"), ("memory_gb", "ps_memory_gb"))
+"""The resources a parameter-server shard takes (no GPU): (server field, job field per shard)."""
 
 
 def worker_room(job: Job, gpus_left: np.ndarray, cpus_left: np.ndarray, memory_left: np.ndarray) -> np.ndarray:
@@ -98,7 +122,7 @@ def exact_in_units(instance: Instance) -> bool:
         return x is None or abs(x / CAPACITY_RESOLUTION - round(x / CAPACITY_RESOLUTION)) <= 1e-6
 
     return all(whole(getattr(s, f)) for s in instance.servers for f, _ in RESOURCES) and all(
-        whole(getattr(j, per)) for j in instance.jobs for _, per in RESOURCES
+        whole(getattr(j, per)) for j in instance.jobs for _, per in RESOURCES + SHARD_RESOURCES
     )
 
 

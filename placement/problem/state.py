@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
+from placement.problem.shards import place_shards, ps_phase
 from placement.problem.topology import cluster_of
 
 __all__ = ["State"]
@@ -42,6 +44,9 @@ class State:
         """Workers moved off their previous servers by the current placement."""
         self._allowed: dict[int, np.ndarray] = {}
         self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
+        self._ps_cache: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, dict[int, int] | None]] = {}
+        self.z: dict[int, dict[int, int]] = {}
+        """Parameter-server jobs' shards: job position -> {server position: shards}."""
         self.component = self.cluster.component
 
     # ------------------------------------------------------------- per job
@@ -64,7 +69,9 @@ class State:
         sps = np.asarray(sps, dtype=np.int64)
         return worker_room(self.instance.jobs[jp], self.gpus[sps], self.cpus[sps], self.mem[sps])
 
-    def take(self, jp: int, alloc: Mapping[int, int]) -> None:
+    def take(self, jp: int, alloc: Mapping[int, int], shards: Mapping[int, int] | None = None) -> None:
+        """Place ``jp``'s workers (and a parameter-server job's shards: ``shards``, or the
+        shard rule's)."""
         job = self.instance.jobs[jp]
         for sp, k in alloc.items():
             self.gpus[sp] -= k
@@ -77,10 +84,20 @@ class State:
             self.holders.setdefault(sp, set()).add(jp)
         if jp in self.prev:
             self.moved += self.moves_of(jp, alloc) - self.moves_of(jp, {})
+        if job.is_ps:
+            z = dict(shards) if shards is not None else place_shards(self.instance, jp, alloc, self.cpus, self.mem)
+            if z:
+                self.z[jp] = z
+                for sp, k in z.items():
+                    self.cpus[sp] -= k * (job.ps_cpus or 0.0)
+                    self.mem[sp] -= k * (job.ps_memory_gb or 0.0)
 
     def release(self, jp: int) -> dict[int, int]:
         alloc = self.x.pop(jp, {})
         job = self.instance.jobs[jp]
+        for sp, k in self.z.pop(jp, {}).items():
+            self.cpus[sp] += k * (job.ps_cpus or 0.0)
+            self.mem[sp] += k * (job.ps_memory_gb or 0.0)
         if jp in self.prev and alloc:
             self.moved += self.moves_of(jp, {}) - self.moves_of(jp, alloc)
         for sp in alloc:
@@ -117,18 +134,20 @@ class State:
         c = self.cost(jp, alloc)
         return c + self.move_cost * self.moves_of(jp, alloc) if self.move_cost else c
 
-    def snapshot(self) -> tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]:
+    def snapshot(self) -> tuple[Any, ...]:
         return (
             {j: dict(a) for j, a in self.x.items()},
             self.gpus.copy(),
             self.cpus.copy(),
             self.mem.copy(),
             self.moved,
+            {j: dict(a) for j, a in self.z.items()},
         )
 
-    def restore(self, snap: tuple[dict[int, dict[int, int]], np.ndarray, np.ndarray, np.ndarray, int]) -> None:
-        x, g, c, m, moved = snap
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        x, g, c, m, moved, z = snap
         self.x = {j: dict(a) for j, a in x.items()}
+        self.z = {j: dict(a) for j, a in z.items()}
         self.gpus, self.cpus, self.mem, self.moved = g.copy(), c.copy(), m.copy(), moved
         self.holders = {}
         for jp, a in self.x.items():
@@ -138,7 +157,9 @@ class State:
     # ---------------------------------------------------------------- costs
     def costs(self, jp: int, sets: Sequence[Sequence[int]]) -> np.ndarray:
         """Objective contribution ``w_j E[T_j]`` of ``jp`` on each server set (exact, from
-        the evaluator's kernel); inf when the set is unreachable or misses the deadline."""
+        the evaluator's kernel); inf when the set is unreachable or misses the deadline.  For
+        a parameter-server job, the compute phase alone (a lower estimate that needs no
+        counts; :meth:`cost` adds the push/pull phase)."""
         job = self.instance.jobs[jp]
         keys = [tuple(sorted(s)) for s in sets]
         todo = [k for k in dict.fromkeys(keys) if (jp, k) not in self._cost_cache]
@@ -148,14 +169,46 @@ class State:
             for k, ek in zip(todo, e):
                 ids = [self.instance.servers[sp].id for sp in k]
                 t = float(ek) + comm_ms(job, self.cluster.bandwidth(ids))
-                if not meets_deadline(job, t):
+                if not meets_deadline(job, t) and not job.is_ps:  # a PS job's phase comes on top: cost()
                     t = math.inf
                 # weight factor may be 0 (jct objective with 0 iterations is refused by the loader)
                 self._cost_cache[(jp, k)] = wf * t if math.isfinite(t) else math.inf
         return np.array([self._cost_cache[(jp, k)] for k in keys])
 
     def cost(self, jp: int, alloc: Mapping[int, int]) -> float:
-        return float(self.costs(jp, [list(alloc)])[0])
+        """``w_j E[T_j]`` of ``jp`` on ``alloc``; a parameter-server job's with the shards the
+        shard rule gives it (:func:`~placement.problem.shards.place_shards`)."""
+        job = self.instance.jobs[jp]
+        if not job.is_ps:
+            return float(self.costs(jp, [list(alloc)])[0])
+        return self.ps_cost(jp, alloc)[0]
+
+    def ps_cost(self, jp: int, alloc: Mapping[int, int]) -> tuple[float, dict[int, int] | None]:
+        """A parameter-server job's cost on ``alloc`` and the shards it assumes (within the
+        CPU and memory left beside this job's own shards)."""
+        job = self.instance.jobs[jp]
+        key = (jp, tuple(sorted((int(sp), int(k)) for sp, k in alloc.items() if k > 0)))
+        capacity_bound = bool(job.ps_cpus or job.ps_memory_gb)
+        if not capacity_bound and key in self._ps_cache:
+            return self._ps_cache[key]
+        cpus, mem = self.cpus, self.mem
+        if capacity_bound:
+            cpus, mem = cpus.copy(), mem.copy()
+            for sp, k in self.z.get(jp, {}).items():  # this job's own shards may move
+                cpus[sp] += k * (job.ps_cpus or 0.0)
+                mem[sp] += k * (job.ps_memory_gb or 0.0)
+        x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
+        z = place_shards(self.instance, jp, x, cpus, mem)
+        out: tuple[float, dict[int, int] | None] = (math.inf, None)
+        if z is not None:
+            e, _, _ = self.idx.expected_max([(jp, sorted(x))])
+            comm, _, _ = ps_phase(self.instance, [(jp, x, z)])
+            t = float(e[0]) + float(comm[0])
+            if meets_deadline(job, t):
+                out = (weight_factor(self.instance, job) * t, z)
+        if not capacity_bound:
+            self._ps_cache[key] = out
+        return out
 
     # ---------------------------------------------------------------- ranking
     def rank(self) -> tuple[float, float]:
@@ -171,6 +224,15 @@ class State:
         return self.instance.admission != "all" or len(self.x) == len(self.instance.jobs)
 
     # ---------------------------------------------------------------- output
+    def shard_assignment(self) -> Assignment:
+        """The parameter-server jobs' shards, by ids."""
+        servers = self.instance.servers
+        return {
+            self.instance.jobs[jp].id: {servers[sp].id: int(k) for sp, k in sorted(z.items()) if k > 0}
+            for jp, z in sorted(self.z.items())
+            if jp in self.x
+        }
+
     def assignment(self) -> Assignment:
         servers = self.instance.servers
         return {

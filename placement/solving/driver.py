@@ -20,6 +20,7 @@ from placement.evaluation.feasibility import infeasibility_reason
 from placement.evaluation.validate import validate
 from placement.model.records import Assignment, Instance, Solution, Status
 from placement.problem.rules import moves
+from placement.problem.shards import complete_shards
 from placement.solving.budget import Budget
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import REGISTRY, get_method
@@ -120,13 +121,20 @@ def solve(
     return sol
 
 
-def placed(instance: Instance, assignment: Assignment, method: str, *, message: str | None = None) -> Solution:
+def placed(
+    instance: Instance,
+    assignment: Assignment,
+    method: str,
+    *,
+    message: str | None = None,
+    shards: Assignment | None = None,
+) -> Solution:
     """A placement made elsewhere (read back from manifests, or a running cluster) as a
     :class:`Solution`: validated and evaluated as every method's answer is; ``error`` with the
     violations when it is not valid.  Its bound is the instance's general lower bound."""
     t0 = time.monotonic()
     opts = Options(time_limit_s=0.0, seed=0, threads=1, budget=Budget(t0))
-    out = Outcome(dict(assignment), backend="placement", message=message)
+    out = Outcome(dict(assignment), backend="placement", message=message, shards=shards)
     return _finish(instance, method, out, opts, t0, 0)
 
 
@@ -138,8 +146,9 @@ def _checked(
 
     def report(step: str, best: Assignment | None, bound: float | None) -> None:
         objective = None
-        if best is not None and not validate(instance, best):
-            objective = evaluate(instance, best).objective
+        shards = complete_shards(instance, best, None) if best is not None else None
+        if best is not None and not validate(instance, best, shards=shards):
+            objective = evaluate(instance, best, shards).objective
             bound, _ = reportable_bound(bound, objective)
         tell(step, objective, bound)
 
@@ -173,16 +182,30 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         return empty(Status.NO_SOLUTION)
     assignment = {j: {s: int(k) for s, k in a.items() if k > 0} for j, a in out.assignment.items()}
     assignment = {j: a for j, a in assignment.items() if a}
-    violations = validate(instance, assignment)
+    # parameter-server jobs the method left without shards get them by the one shard rule;
+    # the method's optimality claim then no longer covers the whole placement
+    given = {j: a for j, a in (out.shards or {}).items() if any(k > 0 for k in a.values())}
+    shards = complete_shards(instance, assignment, given)
+    completed = sorted(set(shards) - set(given))
+    violations = validate(instance, assignment, shards=shards)
     if violations:
         stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))
         return empty(Status.ERROR)
-    ev = evaluate(instance, assignment)
+    ev = evaluate(instance, assignment, shards)
     stats["placed_weight"] = ev.placed_weight
     bound, note = reportable_bound(out.bound if out.bound is not None else lower_bound(instance), ev.objective)
     if note:
         stats["message"] = note
-    status = Status.OPTIMAL if out.optimal else Status.FEASIBLE
+    optimal = out.optimal
+    if completed:
+        stats["shards_placed_by"] = "placement.problem.shards.place_shards"
+        if optimal:
+            optimal = False
+            stats["message"] = (
+                f"{method} is optimal for the workers; the shards of {len(completed)} parameter-server job(s) "
+                "were placed after it by the shard rule, so the placement is not proven optimal"
+            )
+    status = Status.OPTIMAL if optimal else Status.FEASIBLE
     stats["wall_s"] = time.monotonic() - t0
     return Solution(
         instance=instance.name,
@@ -194,4 +217,5 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         unplaced=ev.unplaced,
         jobs=ev.jobs,
         stats=stats,
+        shards=shards,
     )

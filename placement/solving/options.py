@@ -65,6 +65,8 @@ class Outcome:
 
     ``assignment`` ``None`` means no placement was found.  ``optimal`` and ``infeasible``
     are claims of proof; ``bound`` must be a valid lower bound on the true objective.
+    ``shards`` places parameter-server jobs' shards; the driver places those a method leaves
+    out (:func:`placement.problem.shards.complete_shards`).
     """
 
     assignment: Assignment | None
@@ -75,3 +77,4 @@ class Outcome:
     backend: str | None = None
     backend_version: str | None = None
     message: str | None = None
+    shards: Assignment | None = None
