@@ -42,7 +42,7 @@ from placement.model.records import (
 from placement.model.tolerances import REPORT_RTOL
 from placement.problem.topology import cluster_of
 
-__all__ = ["slowdowns", "instances", "assignments", "check_solution", "REL_TOL"]
+__all__ = ["slowdowns", "instances", "assignments", "shard_placements", "check_solution", "REL_TOL"]
 
 REL_TOL = REPORT_RTOL
 """Relative tolerance of :func:`check_solution` on reported numbers."""
@@ -78,6 +78,7 @@ def instances(
     admission: str | None = None,
     objective: str | None = None,
     feasible: bool = True,
+    parameter_servers: bool | None = None,
 ) -> Instance:
     """A valid instance built by construction.
 
@@ -94,6 +95,7 @@ def instances(
     hetero = draw(b) if heterogeneous is None else heterogeneous
     caps = draw(b) if capacities is None else capacities
     use_over = draw(b) if overrides is None else overrides
+    use_ps = draw(b) if parameter_servers is None else parameter_servers
     disc = draw(b) if disconnected is None else disconnected
     adm = draw(st.sampled_from(["all", "best_effort"])) if admission is None else admission
     obj = (
@@ -134,6 +136,7 @@ def instances(
     n_jobs = draw(st.integers(1, max_jobs))
     jobs: list[Job] = []
     witness: dict[str, dict[str, int]] = {}
+    witness_shards: dict[str, dict[str, int]] = {}
     cpu_need = [0.0] * n
     mem_need = [0.0] * n
     for k in range(n_jobs):
@@ -174,6 +177,25 @@ def instances(
         max_srv = None
         if draw(b):
             max_srv = max(len(alloc), 1) + draw(st.integers(0, 1))
+        # a parameter-server job: its planted shards on its planted workers' servers
+        ps: dict[str, Any] = {}
+        if use_ps and draw(b):
+            n_shards = draw(st.integers(1, 3))
+            ps = {"architecture": "ps", "ps_shards": n_shards}
+            if caps and draw(b):
+                ps["ps_cpus"] = float(draw(st.integers(1, 2)))
+            if caps and draw(b):
+                ps["ps_memory_gb"] = float(draw(st.integers(1, 4)))
+            if alloc:
+                homes = sorted(alloc)
+                z: dict[int, int] = {}
+                for _ in range(n_shards):
+                    i = draw(st.sampled_from(homes))
+                    z[i] = z.get(i, 0) + 1
+                for i, kk in z.items():
+                    cpu_need[i] += kk * ps.get("ps_cpus", 0.0)
+                    mem_need[i] += kk * ps.get("ps_memory_gb", 0.0)
+                witness_shards[jid] = {f"s{i}": kk for i, kk in z.items()}
         jobs.append(
             Job(
                 id=jid,
@@ -188,6 +210,7 @@ def instances(
                 max_servers=max_srv,
                 allowed_servers=allowed,
                 slowdown=over,
+                **ps,
             )
         )
         if alloc:
@@ -236,7 +259,7 @@ def instances(
         objective=obj,
         admission=adm,
         source="placement.testing.instances",
-        metadata={"witness": witness} if feasible else {},
+        metadata=({"witness": witness, "witness_shards": witness_shards} if feasible else {}),
     )
     # through the loader: what the strategy builds is what a user's file would give
     return instance_from_dict(instance_to_dict(inst))
@@ -286,6 +309,29 @@ def assignments(draw: st.DrawFn, instance: Instance, *, complete: bool = False) 
     return out
 
 
+@st.composite
+def shard_placements(draw: st.DrawFn, instance: Instance, assignment: Assignment) -> Assignment:
+    """Shards for every parameter-server job ``assignment`` places: its ``ps_shards`` on
+    servers drawn among its workers' servers and the servers they reach (counts and
+    reachability respected; CPU, memory and ``max_servers`` not)."""
+    cl = cluster_of(instance)
+    out: dict[str, dict[str, int]] = {}
+    for jid, a in assignment.items():
+        job = instance.job_by_id[jid]
+        if not job.is_ps or not a:
+            continue
+        first = next(iter(a))
+        pool = [s.id for s in instance.servers if cl.reachable(first, s.id)]
+        if job.allowed_servers is not None:
+            pool = [s for s in pool if s in job.allowed_servers] or sorted(a)
+        z: dict[str, int] = {}
+        for _ in range(job.shards):
+            sid = draw(st.sampled_from(pool))
+            z[sid] = z.get(sid, 0) + 1
+        out[jid] = z
+    return out
+
+
 def _close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-9)
 
@@ -304,16 +350,19 @@ def check_solution(instance: Instance, solution: Solution) -> None:
     # a method that failed, or returned a placement the validator refused, never passes
     assert solution.status != Status.ERROR, f"{name}: status 'error': {solution.stats.get('message', '(no message)')}"
     witness: Mapping[str, Any] | None = instance.metadata.get("witness")
+    witness_shards: Mapping[str, Any] | None = instance.metadata.get("witness_shards")
     if solution.status == Status.INFEASIBLE:
-        assert not (witness is not None and len(witness) == len(instance.jobs) and not validate(instance, witness)), (
-            f"{name}: status 'infeasible' but a valid placement of every job exists: {dict(witness or {})}"
-        )
+        assert not (
+            witness is not None
+            and len(witness) == len(instance.jobs)
+            and not validate(instance, witness, shards=witness_shards)
+        ), f"{name}: status 'infeasible' but a valid placement of every job exists: {dict(witness or {})}"
     if not solution.status.has_placement:
         assert not solution.assignment, f"{name}: status {solution.status.value!r} with a placement"
         return
-    violations = validate(instance, solution.assignment, solution.unplaced)
+    violations = validate(instance, solution.assignment, solution.unplaced, shards=solution.shards)
     assert not violations, f"{name}: invalid placement: " + "; ".join(map(str, violations))
-    ev = evaluate(instance, solution.assignment)
+    ev = evaluate(instance, solution.assignment, solution.shards)
     assert solution.objective is not None and _close(solution.objective, ev.objective), (
         f"{name}: objective {solution.objective!r} but the evaluator computes {ev.objective!r}"
     )

@@ -98,7 +98,7 @@ def test_exact_methods_match_brute_force_on_the_catalogue(catalogue, method, cas
 
 
 @settings(max_examples=20)
-@given(instances(max_servers=4, max_jobs=3, max_gpus=3))
+@given(instances(max_servers=4, max_jobs=3, max_gpus=3, parameter_servers=False))
 def test_exact_methods_agree_with_each_other_and_the_oracle(inst):
     oracle = placement.solve(inst, "brute_force", time_limit_s=60)
     for spec in EXACT:
@@ -188,3 +188,24 @@ def test_interchangeable_servers_are_grouped_and_cpsat_still_matches_the_oracle(
     sol = placement.solve(inst, "cpsat", time_limit_s=30)
     assert sol.status == Status.OPTIMAL
     assert sol.objective == pytest.approx(oracle.objective, rel=1e-4)
+
+
+@settings(max_examples=15)
+@given(instances(max_servers=4, max_jobs=2, max_gpus=2, parameter_servers=True))
+def test_on_parameter_server_jobs_exact_methods_stay_honest_against_the_oracle(inst):
+    """The exact models price a parameter-server job's compute phase only: their answer is
+    valid, never below brute force's optimum (which enumerates the shards), claims no
+    optimality it has not proven, and its bound stays below that optimum."""
+    oracle = placement.solve(inst, "brute_force", time_limit_s=60)
+    check_solution(inst, oracle)
+    for spec in EXACT:
+        if not spec.available:
+            continue
+        sol = placement.solve(inst, spec.name, time_limit_s=30)
+        check_solution(inst, sol)
+        if oracle.objective is not None and sol.objective is not None and oracle.status == Status.OPTIMAL:
+            assert sol.objective >= oracle.objective * (1 - 1e-6) - 1e-9, spec.name
+            if sol.bound is not None:
+                assert sol.bound <= oracle.objective * (1 + 1e-6) + 1e-9, spec.name
+            if sol.status == Status.OPTIMAL:
+                assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), spec.name

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 import placement
 from placement.model import JobReport
 from placement.problem import cluster_of
-from placement.testing import assignments, check_solution, instances
+from placement.testing import assignments, check_solution, instances, shard_placements
 
 
 def test_strategies_reach_the_corner_cases():
@@ -30,8 +30,14 @@ def test_strategy_checks_its_arguments():
 def test_assignments_respect_gpu_capacity(data):
     inst = data.draw(instances())
     asg = data.draw(assignments(inst))
-    vs = [v for v in placement.validate(inst, asg) if v.kind not in ("admission", "cpus", "memory", "deadline")]
+    skip = ("admission", "cpus", "memory", "deadline")
+    vs = [v for v in placement.validate(inst, asg) if v.kind not in (*skip, "shards")]
     assert vs == []
+    # the shard strategy: every placed parameter-server job gets its count, on reachable servers
+    shards = data.draw(shard_placements(inst, asg))
+    vs = [v for v in placement.validate(inst, asg, shards=shards) if v.kind not in (*skip, "max_servers")]
+    assert vs == []
+    assert set(shards) == {j for j in asg if inst.job_by_id[j].is_ps and asg[j]}
 
 
 def test_check_solution_catches_tampering():

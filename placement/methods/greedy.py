@@ -97,7 +97,7 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
         c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
         top = single[np.argsort(score[single] + c, kind="stable")[:3]]
         singles = [{int(sp): W} for sp in top]
-        costs = st.costs(jp, [list(o) for o in singles])
+        costs = st.alloc_costs(jp, singles)
         k = int(np.argmin(costs))
         if math.isfinite(costs[k]):
             best_alloc, best = singles[k], float(costs[k])
@@ -142,7 +142,7 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
                     opts.append(alloc)
         if not opts:
             continue
-        costs = st.costs(jp, [list(o) for o in opts])
+        costs = st.alloc_costs(jp, opts)
         k = int(np.argmin(costs))
         if costs[k] < best:
             best_alloc, best = opts[k], float(costs[k])

@@ -135,7 +135,7 @@ def _relocate(st: State, jp: int, rng: np.random.Generator, top: int = RELOCATE_
         options = [o for o in options if st.change_ok({jp: (alloc, o)})]
         if not options:
             continue
-        costs = st.costs(jp, [list(o) for o in options])
+        costs = st.alloc_costs(jp, options)
         if st.move_cost:
             costs = costs + st.move_cost * np.array([st.moves_of(jp, o) for o in options])
         b = int(np.argmin(costs))

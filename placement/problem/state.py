@@ -175,6 +175,14 @@ class State:
                 self._cost_cache[(jp, k)] = wf * t if math.isfinite(t) else math.inf
         return np.array([self._cost_cache[(jp, k)] for k in keys])
 
+    def alloc_costs(self, jp: int, allocs: Sequence[Mapping[int, int]]) -> np.ndarray:
+        """:meth:`cost` of each allocation (batched through :meth:`costs` for a job that is
+        not a parameter-server job; a parameter-server job's shards decide its cost, or make
+        it inf when they do not fit)."""
+        if not self.instance.jobs[jp].is_ps:
+            return self.costs(jp, [list(a) for a in allocs])
+        return np.array([self.ps_cost(jp, a)[0] for a in allocs], dtype=float)
+
     def cost(self, jp: int, alloc: Mapping[int, int]) -> float:
         """``w_j E[T_j]`` of ``jp`` on ``alloc``; a parameter-server job's with the shards the
         shard rule gives it (:func:`~placement.problem.shards.place_shards`)."""

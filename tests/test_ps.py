@@ -1,0 +1,238 @@
+"""Parameter-server jobs: the evaluator against an enumeration of joint outcomes and Monte
+Carlo, the validator's shard rules, the format, the generator, every method's validity."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+from helpers import widest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import placement
+from placement.cli.main import cli
+from placement.errors import InstanceError
+from placement.formats import instance_from_dict, instance_to_dict, solution_from_dict, solution_to_dict
+from placement.instances.generate import from_source, generate
+from placement.model import Job, Slowdown
+from placement.testing import assignments, check_solution, instances, shard_placements
+
+
+def enumerate_ps(
+    inst: placement.Instance, jid: str, x: dict[str, int], z: dict[str, int]
+) -> tuple[float, float, float]:
+    """E[T], T° and P(T > T°) of a parameter-server job by enumerating the joint outcomes of
+    its servers (one draw per server for both phases), written from DESIGN.md alone."""
+    job = inst.job_by_id[jid]
+    servers = sorted(set(x) | set(z))
+    bw = widest(inst, servers)
+    a = {s: job.compute_ms / job.speed(inst.server_by_id[s].gpu_type) for s in x}
+    c = {}
+    for s, k in z.items():
+        local, remote = x.get(s, 0), job.workers - x.get(s, 0)
+        per = 8 * 2 * k * job.gradient_mb / job.ps_shards
+        c[s] = per * ((remote / bw if remote else 0.0) + local / inst.server_by_id[s].intra_bandwidth_gbps)
+    ideal = max(a.values()) + max(c.values())
+    if inst.scenarios is None:
+        dists = []
+        for s in servers:
+            d = job.slowdown.get(s, inst.server_by_id[s].slowdown)
+            assert isinstance(d, Slowdown)
+            dists.append(list(zip(d.values, d.probs)))
+        outcomes = [
+            (math.prod(p for _, p in combo), {s: v for s, (v, _) in zip(servers, combo)})
+            for combo in itertools.product(*dists)
+        ]
+    else:
+        sc = inst.scenarios
+        outcomes = []
+        for k, pk in enumerate(sc.probs):
+            draw = {}
+            for s in servers:
+                row = job.slowdown.get(s)
+                if row is None:
+                    row = sc.slowdowns.get(s, (1.0,) * sc.count)
+                draw[s] = row[k]
+            outcomes.append((pk, draw))
+    e = p_str = 0.0
+    for p, S in outcomes:
+        t = max(a[s] * S[s] for s in x) + max(c[s] * S[s] for s in z)
+        e += p * t
+        p_str += p * (t > ideal * (1 + 1e-9))
+    return e, ideal, p_str
+
+
+@given(st.data())
+def test_evaluator_matches_the_enumeration_of_joint_outcomes(data):
+    inst = data.draw(instances(max_servers=4, max_jobs=3, max_gpus=3, parameter_servers=True))
+    x = data.draw(assignments(inst))
+    z = data.draw(shard_placements(inst, x))
+    ev = placement.evaluate(inst, x, z)
+    for jid, shards in z.items():
+        e, ideal, strag = enumerate_ps(inst, jid, dict(x[jid]), shards)
+        r = ev.jobs[jid]
+        assert r.expected_iteration_ms == pytest.approx(e, rel=1e-9, abs=1e-9)
+        assert r.ideal_iteration_ms == pytest.approx(ideal, rel=1e-9, abs=1e-9)
+        assert r.straggler_probability == pytest.approx(strag, abs=1e-9)
+        assert r.servers == len(set(x[jid]) | set(shards))
+
+
+def ps_instance(**kw: object) -> placement.Instance:
+    return generate(racks=2, servers_per_rack=3, gpus_per_server=4, jobs=6, ps_fraction=0.5, ps_shards=3, **kw)
+
+
+@pytest.mark.parametrize("regime", ["hot", "correlated", "heavy-tail"])
+def test_monte_carlo_agrees_with_the_evaluator(regime):
+    inst = ps_instance(regime=regime, seed=2)
+    assert any(j.is_ps for j in inst.jobs)
+    sol = placement.solve(inst, "greedy")
+    assert sol.shards and set(sol.shards) == {j.id for j in inst.jobs if j.is_ps}
+    mc = placement.monte_carlo(inst, sol.assignment, samples=100_000, seed=3, shards=sol.shards)
+    for jid, r in sol.jobs.items():
+        mean, ci = mc.jobs[jid]
+        assert abs(mean - r.expected_iteration_ms) <= 4 * ci + 1e-9, (jid, mean, r.expected_iteration_ms, ci)
+
+
+def test_a_server_holding_workers_and_shards_slows_both_phases_with_one_draw():
+    inst = ps_instance(seed=4)
+    ps = next(j for j in inst.jobs if j.is_ps)
+    sid = inst.servers[0].id
+    one = inst.replace(
+        jobs=(Job(id="p", workers=2, compute_ms=100.0, gradient_mb=400.0, architecture="ps", ps_shards=2),)
+    )
+    hot = one.replace(
+        servers=(
+            inst.servers[0].__class__(**{**inst.servers[0].__dict__, "slowdown": Slowdown((1.0, 3.0), (0.5, 0.5))}),
+        )
+        + inst.servers[1:]
+    )
+    ev = placement.evaluate(hot, {"p": {sid: 2}}, {"p": {sid: 2}})
+    r = ev.jobs["p"]
+    c = 8 * 2 * 2 * 400.0 / 2 * (2 / hot.servers[0].intra_bandwidth_gbps)
+    # one draw for both phases: E[(100 + c) S] = 2 (100 + c), ideal 100 + c, straggles half the time
+    assert r.expected_iteration_ms == pytest.approx(2 * (100 + c))
+    assert r.ideal_iteration_ms == pytest.approx(100 + c)
+    assert r.straggler_probability == pytest.approx(0.5)
+    assert ps.shards == 3
+
+
+def test_validator_checks_every_shard_rule():
+    inst = ps_instance(seed=1, cpu_memory=True)
+    sol = placement.solve(inst, "greedy")
+    ps = next(j for j in inst.jobs if j.is_ps and j.id in sol.assignment)
+    other = next(j for j in inst.jobs if not j.is_ps and j.id in sol.assignment)
+    x, z = sol.assignment, {k: dict(v) for k, v in sol.shards.items()}
+
+    def kinds(shards):
+        return {v.kind for v in placement.validate(inst, x, shards=shards)}
+
+    assert kinds(z) == set()
+    assert "shards" in kinds({k: v for k, v in z.items() if k != ps.id})  # missing
+    assert "shards" in kinds({**z, ps.id: {next(iter(z[ps.id])): ps.shards + 1}})  # count
+    assert "shards" in kinds({**z, other.id: {inst.servers[0].id: 1}})  # not a PS job
+    assert "unknown_server" in kinds({**z, ps.id: {"nowhere": ps.shards}})
+    far = [s.id for s in inst.servers if s.id not in x[ps.id]]
+    tight = inst.replace(
+        jobs=tuple(
+            j.__class__(**{**j.__dict__, "max_servers": len(x[j.id])}) if j.id == ps.id else j for j in inst.jobs
+        )
+    )
+    vs = placement.validate(tight, x, shards={**z, ps.id: {far[0]: ps.shards}})
+    assert "max_servers" in {v.kind for v in vs}
+    # shards' CPUs count: a server's CPUs all taken by shards
+    s0 = inst.server_by_id[far[0]]
+    many = ps.__class__(**{**ps.__dict__, "ps_cpus": s0.cpus})
+    over = inst.replace(jobs=tuple(many if j.id == ps.id else j for j in inst.jobs))
+    vs = placement.validate(over, x, shards={**z, ps.id: {far[0]: ps.shards}})
+    assert "cpus" in {v.kind for v in vs}
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"ps_shards": 2}, 'jobs[0].ps_shards is only for parameter-server jobs (architecture "ps")'),
+        ({"architecture": "ps"}, 'jobs[0].ps_shards is required with architecture "ps"'),
+        ({"architecture": "ps", "ps_shards": 0}, "jobs[0].ps_shards"),
+        ({"architecture": "ps", "ps_shards": 1.5}, "jobs[0].ps_shards"),
+        ({"architecture": "ps", "ps_shards": 2, "ps_cpus": -1}, "jobs[0].ps_cpus"),
+        ({"architecture": "ps", "ps_shards": 2, "ps_memory_gb": -4}, "jobs[0].ps_memory_gb"),
+        ({"architecture": "ring"}, "jobs[0].architecture"),
+    ],
+)
+def test_bad_parameter_server_fields_are_refused_with_their_path(change, words):
+    doc = instance_to_dict(placement.load_bundled("tiny"))
+    doc["jobs"][0].update(change)
+    with pytest.raises(InstanceError) as e:
+        instance_from_dict(doc)
+    assert any(words in p for p in e.value.problems), e.value.problems
+
+
+def test_instances_and_solutions_keep_their_shards():
+    inst = ps_instance(seed=3, cpu_memory=True)
+    assert instance_from_dict(instance_to_dict(inst)) == inst
+    assert from_source(inst.source) == inst  # the generator command reproduces it
+    sol = placement.solve(inst, "local_search", time_limit_s=5)
+    back = solution_from_dict(solution_to_dict(sol), inst)
+    assert back.shards == sol.shards and back.assignment == sol.assignment
+    assert generate(racks=2, servers_per_rack=3, gpus_per_server=4, jobs=6, seed=3) == generate(
+        racks=2, servers_per_rack=3, gpus_per_server=4, jobs=6, seed=3, ps_fraction=0.0
+    )
+
+
+@pytest.mark.parametrize("method", [m.name for m in placement.REGISTRY if m.available])
+def test_every_method_places_the_shards(method):
+    inst = ps_instance(seed=5, cpu_memory=True)
+    if method == "brute_force":  # far beyond its enumeration here; it has its own test below
+        inst = generate(
+            racks=1, servers_per_rack=2, gpus_per_server=2, jobs=2, job_mix="small", seed=5, ps_fraction=1.0
+        )
+    sol = placement.solve(inst, method, time_limit_s=5)
+    check_solution(inst, sol)
+    if sol.status.has_placement:
+        assert set(sol.shards) == {j for j in sol.assignment if inst.job_by_id[j].is_ps}
+
+
+def test_brute_force_enumerates_shards_and_the_heuristics_reach_it():
+    base = generate(racks=1, servers_per_rack=3, gpus_per_server=2, jobs=2, job_mix="small", seed=7, ps_fraction=1.0)
+    oracle = placement.solve(base, "brute_force", time_limit_s=60)
+    assert oracle.status.value == "optimal"
+    for m in ("greedy", "local_search", "auto"):
+        sol = placement.solve(base, m, time_limit_s=10)
+        check_solution(base, sol)
+        assert sol.objective >= oracle.objective * (1 - 1e-9)
+    # exhaustive over shards: no single shard move of the oracle improves it
+    for jid, z in oracle.shards.items():
+        for s_from in z:
+            for s_to in (s.id for s in base.servers):
+                moved = dict(z)
+                moved[s_from] -= 1
+                moved[s_to] = moved.get(s_to, 0) + 1
+                moved = {k: v for k, v in moved.items() if v}
+                shards = {**oracle.shards, jid: moved}
+                if not placement.validate(base, oracle.assignment, shards=shards):
+                    assert placement.evaluate(base, oracle.assignment, shards).objective >= oracle.objective - 1e-9
+
+
+def test_the_cli_summary_shows_shards(tmp_path):
+    runner = CliRunner()
+    inst = tmp_path / "ps.json"
+    r = runner.invoke(
+        cli, ["generate", "--ps-fraction", "0.5", "--ps-shards", "2", "--jobs", "6", "--seed", "2", "-o", str(inst)]
+    )
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "sol.json"
+    r = runner.invoke(cli, ["solve", str(inst), "-m", "greedy", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "shards" in r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["shards"]
+    r = runner.invoke(cli, ["evaluate", str(inst), str(out)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["objective"] == pytest.approx(doc["objective"])
+    doc["shards"] = {j: {s: k + 1 for s, k in z.items()} for j, z in doc["shards"].items()}
+    out.write_text(json.dumps(doc))
+    r = runner.invoke(cli, ["validate", str(inst), str(out)])
+    assert r.exit_code == 2 and "[shards]" in r.output
