@@ -236,3 +236,18 @@ def test_the_cli_summary_shows_shards(tmp_path):
     out.write_text(json.dumps(doc))
     r = runner.invoke(cli, ["validate", str(inst), str(out)])
     assert r.exit_code == 2 and "[shards]" in r.output
+
+
+def test_max_survival_follows_the_seed_prototype_and_the_others_their_own_order():
+    inst = generate(racks=2, servers_per_rack=4, gpus_per_server=4, jobs=5, seed=8, ps_fraction=1.0, ps_shards=3)
+    sol = placement.solve(inst, "max_survival")
+    check_solution(inst, sol)
+    for jid, z in sol.shards.items():
+        (server,) = z  # all the shards on one server
+        assert z[server] == 3
+        if len(sol.assignment[jid]) > 1 or server not in sol.assignment[jid]:
+            assert server not in sol.assignment[jid]  # the workers on the others
+    ff = placement.solve(inst, "first_fit")
+    check_solution(inst, ff)
+    for z in ff.shards.values():  # first fit: the first server the job may use (no CPU limits here)
+        assert z == {inst.servers[0].id: 3}

@@ -3,6 +3,13 @@
 Jobs are taken in queue (instance) order; when that order leaves a gang without room, the
 rule is re-run largest gang first (first-fit decreasing), as schedulers that backfill do.
 A job whose placement would miss its deadline is treated as not fitting.
+
+A parameter-server job's shards: ``max_survival`` follows the seed prototype (all shards on
+one server of the chosen group, the one most likely not to straggle, and the workers on the
+others); every other rule puts each shard where it would put one more worker's CPU: on the
+first server of its own order (first fit: server order; best fit: fewest free GPUs; spread:
+most free GPUs; consolidate: the job's own servers, tightest first; random: a random order)
+that the job may use and that has the shard's CPU and memory left.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from placement.model.records import Instance
+from placement.problem.shards import shard_room
 from placement.problem.state import State
 from placement.solving.options import Options, Outcome
 
@@ -27,9 +35,46 @@ __all__ = [
 ]
 
 Rule = Callable[[State, int], "dict[int, int] | None"]
+ShardOrder = Callable[[State, int, "dict[int, int]"], np.ndarray]
+"""A rule's server order for a parameter-server job's shards, given its workers."""
 
 
-def _run(instance: Instance, rule: Rule, name: str, order: Sequence[int] | None = None) -> tuple[State, list[str]]:
+def _shards_in_order(st: State, jp: int, alloc: dict[int, int], order: np.ndarray) -> dict[int, int] | None:
+    """Each shard on the first server of ``order`` with a shard's CPU and memory left,
+    reachable from the workers, allowed and within ``max_servers``."""
+    job = st.instance.jobs[jp]
+    comp = st.component[next(iter(alloc))]
+    allowed = None if job.allowed_servers is None else {st.instance.server_pos[s] for s in job.allowed_servers}
+    cpus, mem = st.cpus.copy(), st.mem.copy()
+    for sp, k in alloc.items():  # the workers' own CPU and memory come first
+        cpus[sp] -= k * (job.cpus_per_worker or 0.0)
+        mem[sp] -= k * (job.memory_gb_per_worker or 0.0)
+    z: dict[int, int] = {}
+    for _ in range(job.shards):
+        for sp in order:
+            sp = int(sp)
+            if st.component[sp] != comp or (allowed is not None and sp not in allowed):
+                continue
+            widens = sp not in alloc and sp not in z
+            if job.max_servers is not None and widens and len(set(alloc) | set(z)) >= job.max_servers:
+                continue
+            if shard_room(job, sp, cpus, mem) >= 1:
+                z[sp] = z.get(sp, 0) + 1
+                cpus[sp] -= job.ps_cpus or 0.0
+                mem[sp] -= job.ps_memory_gb or 0.0
+                break
+        else:
+            return None
+    return z
+
+
+def _run(
+    instance: Instance,
+    rule: Rule,
+    name: str,
+    order: Sequence[int] | None = None,
+    shard_order: ShardOrder | None = None,
+) -> tuple[State, list[str]]:
     orders = [list(order) if order is not None else list(range(len(instance.jobs)))]
     orders.append(sorted(range(len(instance.jobs)), key=lambda jp: (-instance.jobs[jp].workers, jp)))
     best: State | None = None
@@ -38,7 +83,14 @@ def _run(instance: Instance, rule: Rule, name: str, order: Sequence[int] | None 
         st = State(instance)
         for jp in o:
             alloc = rule(st, jp)
-            if alloc is not None and math.isfinite(st.cost(jp, alloc)):
+            if alloc is None:
+                continue
+            if instance.jobs[jp].is_ps:
+                # the rule's own shard placement (the same order as its workers' by default)
+                z = _shards_in_order(st, jp, alloc, (shard_order or _server_order)(st, jp, alloc))
+                if z is not None and math.isfinite(st.ps_cost_with(jp, alloc, z)):
+                    st.take(jp, alloc, z)
+            elif math.isfinite(st.cost(jp, alloc)):
                 st.take(jp, alloc)
         path.append(name if k == 0 else f"{name}(largest-first)")
         if best is None or len(st.x) > len(best.x):
@@ -53,6 +105,28 @@ def _outcome(instance: Instance, st: State, path: list[str]) -> Outcome:
     if instance.admission == "all" and len(st.x) < len(instance.jobs):
         return Outcome(None, path=path, message=f"{len(instance.jobs) - len(st.x)} job(s) did not fit")
     return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
+
+
+def _server_order(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    return np.arange(st.n)
+
+
+def _fullest_first(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    return np.argsort(st.gpus, kind="stable")
+
+
+def _emptiest_first(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    return np.argsort(-st.gpus, kind="stable")
+
+
+def _own_tightest_first(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    own = sorted(alloc, key=lambda sp: (int(st.gpus[sp]), sp))
+    return np.array(own + [sp for sp in np.argsort(st.gpus, kind="stable").tolist() if sp not in alloc])
+
+
+def _most_survival_first(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    surv = st.idx.job_survival(jp, np.arange(st.n))
+    return np.lexsort((np.arange(st.n), -surv))
 
 
 def _free(st: State, jp: int) -> np.ndarray:
@@ -134,7 +208,22 @@ def _max_survival_rule(st: State, jp: int) -> dict[int, int] | None:
     c = _free(st, jp)
     surv = st.idx.job_survival(jp, c)
     rooms = st.room(jp, c)
-    return st.fill(jp, c[np.lexsort((-rooms, -surv))])
+    order = c[np.lexsort((-rooms, -surv))]
+    job = st.instance.jobs[jp]
+    if job.is_ps and len(order) > 1:
+        # the seed prototype: the group's most reliable server holds the shards, the
+        # others the workers (all of them together when the others cannot hold the gang)
+        alloc = st.fill(jp, order[1:])
+        if alloc is not None:
+            return alloc
+    return st.fill(jp, order)
+
+
+def _max_survival_shards(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+    """All shards on one server: the most reliable one the workers left free, else theirs."""
+    order = _most_survival_first(st, jp, alloc)
+    free_first = [sp for sp in order.tolist() if sp not in alloc] + [sp for sp in order.tolist() if sp in alloc]
+    return np.array(free_first)
 
 
 def first_fit(instance: Instance, opts: Options) -> Outcome:
@@ -142,23 +231,23 @@ def first_fit(instance: Instance, opts: Options) -> Outcome:
 
 
 def best_fit(instance: Instance, opts: Options) -> Outcome:
-    return _outcome(instance, *_run(instance, _best_fit_rule, "best_fit"))
+    return _outcome(instance, *_run(instance, _best_fit_rule, "best_fit", shard_order=_fullest_first))
 
 
 def spread(instance: Instance, opts: Options) -> Outcome:
-    return _outcome(instance, *_run(instance, _spread_rule, "spread"))
+    return _outcome(instance, *_run(instance, _spread_rule, "spread", shard_order=_emptiest_first))
 
 
 def consolidate_state(instance: Instance) -> State:
-    return _run(instance, _consolidate_rule, "consolidate")[0]
+    return _run(instance, _consolidate_rule, "consolidate", shard_order=_own_tightest_first)[0]
 
 
 def consolidate(instance: Instance, opts: Options) -> Outcome:
-    return _outcome(instance, *_run(instance, _consolidate_rule, "consolidate"))
+    return _outcome(instance, *_run(instance, _consolidate_rule, "consolidate", shard_order=_own_tightest_first))
 
 
 def max_survival(instance: Instance, opts: Options) -> Outcome:
-    return _outcome(instance, *_run(instance, _max_survival_rule, "max_survival"))
+    return _outcome(instance, *_run(instance, _max_survival_rule, "max_survival", shard_order=_max_survival_shards))
 
 
 def random_placement(instance: Instance, opts: Options) -> Outcome:
@@ -167,5 +256,8 @@ def random_placement(instance: Instance, opts: Options) -> Outcome:
     def rule(st: State, jp: int) -> dict[int, int] | None:
         return st.fill(jp, rng.permutation(_free(st, jp)))
 
+    def shard_order(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
+        return rng.permutation(st.n)
+
     order = [int(j) for j in rng.permutation(len(instance.jobs))]
-    return _outcome(instance, *_run(instance, rule, "random", order))
+    return _outcome(instance, *_run(instance, rule, "random", order, shard_order))

@@ -191,6 +191,16 @@ class State:
             return float(self.costs(jp, [list(alloc)])[0])
         return self.ps_cost(jp, alloc)[0]
 
+    def ps_cost_with(self, jp: int, alloc: Mapping[int, int], z: Mapping[int, int]) -> float:
+        """A parameter-server job's cost on ``alloc`` with the shards ``z`` (inf past its
+        deadline)."""
+        job = self.instance.jobs[jp]
+        x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
+        e, _, _ = self.idx.expected_max([(jp, sorted(x))])
+        comm, _, _ = ps_phase(self.instance, [(jp, x, {int(sp): int(k) for sp, k in z.items() if k > 0})])
+        t = float(e[0]) + float(comm[0])
+        return weight_factor(self.instance, job) * t if meets_deadline(job, t) and math.isfinite(t) else math.inf
+
     def ps_cost(self, jp: int, alloc: Mapping[int, int]) -> tuple[float, dict[int, int] | None]:
         """A parameter-server job's cost on ``alloc`` and the shards it assumes (within the
         CPU and memory left beside this job's own shards)."""
@@ -209,11 +219,7 @@ class State:
         z = place_shards(self.instance, jp, x, cpus, mem)
         out: tuple[float, dict[int, int] | None] = (math.inf, None)
         if z is not None:
-            e, _, _ = self.idx.expected_max([(jp, sorted(x))])
-            comm, _, _ = ps_phase(self.instance, [(jp, x, z)])
-            t = float(e[0]) + float(comm[0])
-            if meets_deadline(job, t):
-                out = (weight_factor(self.instance, job) * t, z)
+            out = (self.ps_cost_with(jp, x, z), z)
         if not capacity_bound:
             self._ps_cache[key] = out
         return out
