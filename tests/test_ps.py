@@ -251,3 +251,32 @@ def test_max_survival_follows_the_seed_prototype_and_the_others_their_own_order(
     check_solution(inst, ff)
     for z in ff.shards.values():  # first fit: the first server the job may use (no CPU limits here)
         assert z == {inst.servers[0].id: 3}
+
+
+@pytest.mark.parametrize("target", ["volcano", "podgroup", "kueue"])
+def test_exported_shards_are_their_own_role_and_read_back(target, tmp_path):
+    import k8s_schemas
+    import yaml
+
+    from placement.export import export, read_placement_and_shards, write_files
+
+    inst = ps_instance(seed=7, cpu_memory=True)
+    sol = placement.solve(inst, "greedy")
+    assert sol.shards
+    files = export(inst, sol, target)
+    for name, text in files.items():
+        if name.endswith(".yaml"):
+            for d in yaml.safe_load_all(text):
+                assert k8s_schemas.validate(d) == [], (name, d["kind"])
+    write_files(files, tmp_path)
+    workers, shards = read_placement_and_shards(tmp_path)
+    assert workers == {j: dict(a) for j, a in sol.assignment.items()}
+    assert shards == {j: dict(z) for j, z in sol.shards.items()}
+    if target == "volcano":
+        ps = next(j for j in sol.shards)
+        job = next(yaml.safe_load_all(files[f"{ps}.yaml"]))
+        shard_tasks = [t for t in job["spec"]["tasks"] if t["name"].startswith("ps")]
+        assert sum(t["replicas"] for t in shard_tasks) == inst.job_by_id[ps].shards
+        assert job["spec"]["minAvailable"] == inst.job_by_id[ps].workers + inst.job_by_id[ps].shards
+        limits = shard_tasks[0]["template"]["spec"]["containers"][0]["resources"]["limits"]
+        assert "nvidia.com/gpu" not in limits and limits["cpu"] == "4"

@@ -19,10 +19,18 @@ from pathlib import Path
 from placement.errors import InvalidInputError
 from placement.evaluation import validate
 from placement.export.options import DEFAULT_IMAGE, KUEUE_APIS, POD_PER, TARGETS, ExportOptions
-from placement.export.readback import read_placement
+from placement.export.readback import read_placement, read_placement_and_shards
 from placement.model import Instance, Solution
 
-__all__ = ["export", "write_files", "read_placement", "ExportOptions", "TARGETS", "DEFAULT_IMAGE"]
+__all__ = [
+    "export",
+    "write_files",
+    "read_placement",
+    "read_placement_and_shards",
+    "ExportOptions",
+    "TARGETS",
+    "DEFAULT_IMAGE",
+]
 
 
 def export(instance: Instance, solution: Solution, target: str, options: ExportOptions | None = None) -> dict[str, str]:
@@ -37,7 +45,9 @@ def export(instance: Instance, solution: Solution, target: str, options: ExportO
         problems.append(f"solution.instance is {solution.instance!r}, but the instance is {instance.name!r}")
     if not solution.status.has_placement:
         problems.append(f"solution.status is {solution.status.value!r}: there is no placement to export")
-    problems += [f"assignment: {v}" for v in validate(instance, solution.assignment, solution.unplaced)]
+    problems += [
+        f"assignment: {v}" for v in validate(instance, solution.assignment, solution.unplaced, shards=solution.shards)
+    ]
     if options.pod_per not in POD_PER:
         problems.append(f"pod_per must be one of {', '.join(POD_PER)}, got {options.pod_per!r}")
     if options.kueue_api not in KUEUE_APIS:

@@ -37,6 +37,11 @@ __all__ = [
 
 JOB_ID_ANNOTATION = "placement.io/job-id"
 ASSIGNMENT_ANNOTATION = "placement.io/assignment"
+SHARDS_ANNOTATION = "placement.io/shards"
+"""Kueue exports carry a parameter-server job's ``{node: shards}`` here (a batch/v1 Job has one
+pod set: the shards' pods are the user's JobSet or operator's to add)."""
+ROLE_ANNOTATION = "placement.io/role"
+"""``ps`` on the pods of a parameter-server job's shards (Volcano tasks, PodGroup pods)."""
 """Kueue exports carry the placement's ``{node: workers}`` here (advice: Kueue picks nodes)."""
 JOB_LABEL = "placement.io/job"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -120,6 +125,31 @@ def node_name_problems(instance: Instance, solution: Solution) -> list[str]:
         for s in used
         if len(s) > 253 or not _NODE_NAME.fullmatch(s)
     ]
+
+
+def _shard_container(job: Job, options: ExportOptions, env: list[dict[str, Any]], shards: int = 1) -> dict[str, Any]:
+    """The container of a parameter-server pod holding ``shards`` of ``job``'s shards: no GPU,
+    the shards' CPU and memory where the instance gives them."""
+    limits: dict[str, str] = {}
+    if job.ps_cpus:
+        limits["cpu"] = _cpu(job.ps_cpus * shards)
+    if job.ps_memory_gb:
+        limits["memory"] = f"{math.ceil(job.ps_memory_gb * shards * 1024)}Mi"
+    out: dict[str, Any] = {
+        "name": "ps",
+        "image": options.image,
+        "command": ["/bin/sh", "-c", f"exec {options.command}"],
+        "env": env,
+    }
+    if limits:
+        out["resources"] = {"limits": limits, "requests": dict(limits)}
+    return out
+
+
+def _shards_of(instance: Instance, solution: Solution, job: Job) -> list[tuple[str, int]]:
+    """A parameter-server job's ``(server, shards)`` in server order."""
+    z = solution.shards.get(job.id, {})
+    return sorted(((s, int(k)) for s, k in z.items() if k > 0), key=lambda t: instance.server_pos[t[0]])
 
 
 def _pinned(node: str) -> dict[str, Any]:
@@ -223,10 +253,31 @@ def volcano_files(instance: Instance, solution: Solution, options: ExportOptions
                 }
             )
             offset += replicas * gpus
+        shard_offset = 0
+        for k, (node, count) in enumerate(_shards_of(instance, solution, job)):
+            env = _env(ROLE="ps", PS_OFFSET=shard_offset, PS_SHARDS=job.shards, **common)
+            tasks.append(
+                {
+                    "name": f"ps{k}",
+                    "replicas": count,
+                    "template": {
+                        "metadata": {
+                            "labels": {JOB_LABEL: stem},
+                            "annotations": {"placement.io/node": node, ROLE_ANNOTATION: "ps"},
+                        },
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "affinity": _pinned(node),
+                            "containers": [_shard_container(job, options, env)],
+                        },
+                    },
+                }
+            )
+            shard_offset += count
         spec: dict[str, Any] = {
             "schedulerName": "volcano",
             "queue": options.queue,
-            "minAvailable": sum(r for _, r, _ in pods),
+            "minAvailable": sum(r for _, r, _ in pods) + shard_offset,
             "plugins": {"env": [], "svc": ["--publish-not-ready-addresses"]},
             "tasks": tasks,
         }
@@ -261,11 +312,12 @@ def podgroup_files(instance: Instance, solution: Solution, options: ExportOption
             pods = [(node, servers[node]) for node in order]
         else:
             pods = [(node, 1) for node in rank_order(instance, servers)]
+        shard_pods = [node for node, count in _shards_of(instance, solution, job) for _ in range(count)]
         group = {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
             "kind": "PodGroup",
             "metadata": _meta(stem, options, job),
-            "spec": {"minMember": len(pods)},
+            "spec": {"minMember": len(pods) + len(shard_pods)},
         }
         docs: list[dict[str, Any]] = [group, _headless_service(stem, options, job)]
         common = {"WORLD_SIZE": job.workers, "MASTER_ADDR": f"{stem}-0.{stem}", "MASTER_PORT": options.master_port}
@@ -294,6 +346,29 @@ def podgroup_files(instance: Instance, solution: Solution, options: ExportOption
                         "restartPolicy": "Never",
                         "affinity": _pinned(node),
                         "containers": [_container(job, options, env, f"exec {options.command}", gpus)],
+                    },
+                }
+            )
+        for k, node in enumerate(shard_pods):
+            env = _env(ROLE="ps", PS_INDEX=k, PS_SHARDS=job.shards, **common)
+            docs.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": _meta(
+                        f"{stem}-ps-{k}",
+                        options,
+                        job,
+                        labels={"scheduling.x-k8s.io/pod-group": stem},
+                        annotations={ROLE_ANNOTATION: "ps"},
+                    ),
+                    "spec": {
+                        "schedulerName": options.scheduler_name,
+                        "hostname": f"{stem}-ps-{k}",
+                        "subdomain": stem,
+                        "restartPolicy": "Never",
+                        "affinity": _pinned(node),
+                        "containers": [_shard_container(job, options, env)],
                     },
                 }
             )
@@ -393,7 +468,14 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
                 options,
                 job,
                 labels={"kueue.x-k8s.io/queue-name": options.queue},
-                annotations={ASSIGNMENT_ANNOTATION: json.dumps({s: servers[s] for s in order})},
+                annotations={
+                    ASSIGNMENT_ANNOTATION: json.dumps({s: servers[s] for s in order}),
+                    **(
+                        {SHARDS_ANNOTATION: json.dumps(dict(_shards_of(instance, solution, job)))}
+                        if job.id in solution.shards
+                        else {}
+                    ),
+                },
             ),
             "spec": {
                 "suspend": True,

@@ -18,11 +18,13 @@ from typing import Any
 
 from placement.errors import InvalidInputError
 
-__all__ = ["read_placement"]
+__all__ = ["read_placement", "read_placement_and_shards"]
 
 _JOB_ID = "placement.io/job-id"
 _ASSIGNMENT = "placement.io/assignment"
 _GPU = "nvidia.com/gpu"
+_SHARDS = "placement.io/shards"
+_ROLE = "placement.io/role"
 
 
 def _pinned_node(spec: Any) -> str | None:
@@ -70,6 +72,13 @@ def _pod_gpus(spec: Any) -> int | None:
     return total or None
 
 
+def _is_shard(obj: Any) -> bool:
+    """Whether a pod or pod template is a parameter-server shard's (its role annotation)."""
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return isinstance(annotations, Mapping) and annotations.get(_ROLE) == "ps"
+
+
 def _job_id(doc: Mapping[str, Any]) -> str | None:
     meta = doc.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
@@ -82,17 +91,18 @@ class _Found:
 
     def __init__(self) -> None:
         self.assignment: dict[str, dict[str, int]] = {}
+        self.shards: dict[str, dict[str, int]] = {}
         self.file_of: dict[str, str] = {}
         self.problems: list[str] = []
 
-    def add(self, job: str, node: str, k: int, file: str) -> None:
+    def add(self, job: str, node: str, k: int, file: str, *, shard: bool = False) -> None:
         first = self.file_of.setdefault(job, file)
         if first != file:
             msg = f"{file}: job {job!r} is placed in {first} too (one export per folder)"
             if msg not in self.problems:
                 self.problems.append(msg)
             return
-        a = self.assignment.setdefault(job, {})
+        a = (self.shards if shard else self.assignment).setdefault(job, {})
         a[node] = a.get(node, 0) + k
 
 
@@ -122,6 +132,9 @@ def _read_yaml(path: Path, found: _Found) -> None:
                 replicas = task.get("replicas") if isinstance(task, Mapping) else None
                 if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 1:
                     replicas = None
+                if _is_shard(template) and jid is not None and node is not None and replicas is not None:
+                    found.add(jid, node, replicas, path.name, shard=True)
+                    continue
                 if jid is None or node is None or gpus is None or replicas is None:
                     problems.append(
                         f"{where}: spec.tasks[{t}] needs the {_JOB_ID} annotation, a node pin, "
@@ -129,6 +142,12 @@ def _read_yaml(path: Path, found: _Found) -> None:
                     )
                     continue
                 found.add(jid, node, replicas * gpus, path.name)
+        elif api == "v1" and kind == "Pod" and jid is not None and _is_shard(doc):
+            node = _pinned_node(spec)
+            if node is None:
+                problems.append(f"{where}: the shard's pod is not pinned to a node")
+                continue
+            found.add(jid, node, 1, path.name, shard=True)
         elif api == "v1" and kind == "Pod" and jid is not None:
             node, gpus = _pinned_node(spec), _pod_gpus(spec)
             if node is None or gpus is None:
@@ -150,6 +169,15 @@ def _read_yaml(path: Path, found: _Found) -> None:
                 continue
             for node, k in advice.items():
                 found.add(jid, str(node), k, path.name)
+            text = annotations.get(_SHARDS) if isinstance(annotations, Mapping) else None
+            try:
+                shards = json.loads(text) if isinstance(text, str) else {}
+            except json.JSONDecodeError:
+                problems.append(f"{where}: metadata.annotations[{_SHARDS!r}] is not JSON")
+                continue
+            for node, k in shards.items() if isinstance(shards, dict) else ():
+                if isinstance(k, int) and k > 0:
+                    found.add(jid, str(node), k, path.name, shard=True)
 
 
 _JOB_ID_LINE = re.compile(r"^# placement-job-id: (.+)$", re.M)
@@ -187,6 +215,13 @@ def _read_hosts(path: Path, found: _Found) -> None:
 def read_placement(directory: str | os.PathLike[str]) -> dict[str, dict[str, int]]:
     """``{job: {server: workers}}`` from the files :func:`placement.export.export` wrote
     into ``directory`` (any one target); raises :class:`InvalidInputError` naming each file."""
+    return read_placement_and_shards(directory)[0]
+
+
+def read_placement_and_shards(
+    directory: str | os.PathLike[str],
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """The workers and the parameter-server shards that ``directory``'s files pin."""
     root = Path(directory)
     if not root.is_dir():
         raise InvalidInputError([f"{directory}: not a directory"])
@@ -203,4 +238,4 @@ def read_placement(directory: str | os.PathLike[str]) -> dict[str, dict[str, int
         found.problems.append(f"{directory}: no exported job (*.yaml with {_JOB_ID}, or *.hosts)")
     if found.problems:
         raise InvalidInputError(found.problems, source=str(directory))
-    return found.assignment
+    return found.assignment, found.shards
