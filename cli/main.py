@@ -904,6 +904,15 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
     "--drop-wider", is_flag=True, help="Drop jobs wider than the cluster (counted) instead of refusing the trace."
 )
 @click.option(
+    "--ps-fraction",
+    type=FiniteRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Make this share of the trace's jobs parameter-server jobs (a CSV trace may also say so per row).",
+)
+@click.option("--ps-shards", type=click.IntRange(min=1), default=2, show_default=True, help="Their shards.")
+@click.option("--ps-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs are picked.")
+@click.option(
     "--replan-every-s",
     type=FiniteRange(min=0, min_open=True),
     default=None,
@@ -959,6 +968,9 @@ def simulate(
     load: float,
     resample_seed: int | None,
     drop_wider: bool,
+    ps_fraction: float,
+    ps_shards: int,
+    ps_seed: int,
     replan_every_s: float | None,
     max_moves: int | None,
     restart_s: float,
@@ -1003,6 +1015,8 @@ def simulate(
         "resample_seed": resample_seed,
         "drop_wider": drop_wider,
     }
+    if ps_fraction > 0:
+        trace_options.update(ps_fraction=ps_fraction, ps_shards=ps_shards, ps_seed=ps_seed)
     common = {
         "episode_median_s": episode_median_s,
         "queue": queue,

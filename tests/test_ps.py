@@ -280,3 +280,53 @@ def test_exported_shards_are_their_own_role_and_read_back(target, tmp_path):
         assert job["spec"]["minAvailable"] == inst.job_by_id[ps].workers + inst.job_by_id[ps].shards
         limits = shard_tasks[0]["template"]["spec"]["containers"][0]["resources"]["limits"]
         assert "nvidia.com/gpu" not in limits and limits["cpu"] == "4"
+
+
+def test_the_simulator_runs_parameter_server_jobs_with_the_snapshot_formula():
+    """With no slowdowns, every job runs at its ideal iteration time: the evaluator's T° of
+    the placement and shards the simulator started it on (push/pull phase included)."""
+    from placement.simulation import simulate
+    from placement.simulation.workload import TraceJob, apply_options
+
+    cluster = generate(racks=2, servers_per_rack=2, gpus_per_server=4, jobs=1, seed=3)
+    jobs = [TraceJob(f"t{k}", 10.0 * k, w, 500, 80.0 + 10 * k, 300.0) for k, w in enumerate([2, 4, 3, 6, 1, 5])]
+    w = apply_options(jobs, ps_fraction=0.5, ps_shards=2, ps_seed=1)
+    ps_ids = {j.id for j in w.jobs if j.architecture == "ps"}
+    assert ps_ids and len(ps_ids) < len(w.jobs)
+    r = simulate(cluster, w, method="greedy", dynamics="none")
+    assert r.summary["jobs_finished"] == len(jobs)
+    by_id = {j.id: j for j in w.jobs}
+    for row in r.jobs:
+        tj = by_id[row["job"]]
+        x = {s: int(k) for s, k in (p.split(":") for p in row["placement"].split())}
+        z = {s: int(k) for s, k in (p.split(":") for p in row["shards"].split())} if row["shards"] else {}
+        assert bool(z) == (tj.id in ps_ids)
+        job = Job(
+            tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, architecture=tj.architecture, ps_shards=tj.ps_shards
+        )
+        calm = cluster.replace(
+            jobs=(job,), servers=tuple(s.__class__(**{**s.__dict__, "slowdown": Slowdown()}) for s in cluster.servers)
+        )
+        ideal = placement.evaluate(calm, {tj.id: x}, {tj.id: z} if z else None).jobs[tj.id].ideal_iteration_ms
+        assert row["run_s"] == pytest.approx(tj.iterations * ideal / 1000.0, rel=1e-9)
+
+
+def test_a_csv_trace_may_mark_parameter_server_jobs_row_by_row(tmp_path):
+    from placement.simulation.workload import TraceError, read_trace
+
+    good = tmp_path / "t.csv"
+    good.write_text(
+        "id,submit_s,workers,iterations,model,architecture,ps_shards\na,0,2,100,resnet50,ps,3\nb,5,1,100,resnet50,,\n"
+    )
+    w = read_trace(good)
+    assert [(j.architecture, j.ps_shards) for j in w.jobs] == [("ps", 3), ("allreduce", None)]
+    bad = tmp_path / "b.csv"
+    bad.write_text(
+        "id,submit_s,workers,iterations,model,architecture,ps_shards\n"
+        "a,0,2,100,resnet50,ps,\nb,5,1,100,resnet50,,2\nc,6,1,100,resnet50,ring,\nd,7,1,100,resnet50,ps,0\n"
+    )
+    with pytest.raises(TraceError) as e:
+        read_trace(bad)
+    text = "\n".join(e.value.problems)
+    for row, words in ((2, "required"), (3, "only for parameter-server"), (4, "allreduce or ps"), (5, "integer >= 1")):
+        assert f"row {row}" in text and words in text, text

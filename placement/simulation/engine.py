@@ -35,7 +35,7 @@ from placement.estimate.logs import estimate_from_ratios
 from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
-from placement.problem.rules import comm_ms
+from placement.problem.rules import comm_ms, ps_comm_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.workload import TraceJob, Workload
@@ -226,6 +226,15 @@ class _Running:
     paused_until: float = 0.0
     straggled_iters: float = 0.0
     moves: int = 0
+    shards: dict[int, int] = field(default_factory=dict)
+    """A parameter-server job's shards: server position -> shards."""
+    ps_sps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ps_c: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Its shard servers and their push/pull times at S = 1 (``rules.ps_comm_ms``)."""
+
+    def servers(self) -> set[int]:
+        """Every server the job's draws come from: its workers' and its shards'."""
+        return set(self.alloc) | set(self.shards)
 
 
 # event kinds, in the order they are handled at equal times
@@ -375,7 +384,10 @@ class _Simulation:
 
     # ----------------------------------------------------------- running
     def _iteration_ms(self, r: _Running) -> float:
-        return float((r.a * self.S[r.sps]).max()) + r.comm
+        t = float((r.a * self.S[r.sps]).max()) + r.comm
+        if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
+            t += float((r.ps_c * self.S[r.ps_sps]).max())
+        return t
 
     def _advance(self, r: _Running) -> None:
         """Bring ``r``'s progress to now at its current iteration time."""
@@ -407,20 +419,52 @@ class _Simulation:
             self._schedule_completion(r)
 
     def _placed_on(self, tj: TraceJob, alloc: dict[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on ``alloc``."""
+        """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on
+        ``alloc`` (0 for a parameter-server job: its phase is :meth:`_shards_on`'s)."""
         sps = np.array(sorted(alloc), dtype=np.int64)
-        job = Job(tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, gpu_speed=tj.gpu_speed)
+        job = self._job(tj)
         a = np.array([tj.compute_ms / (job.speed(self.cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
         if not np.isfinite(a).all():
             raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
         return sps, a, comm_ms(job, self.cl.bandwidth([self.server_ids[sp] for sp in sps]))
 
-    def _start(self, tj: TraceJob, alloc: dict[int, int]) -> None:
+    def _job(self, tj: TraceJob) -> Job:
+        return Job(
+            tj.id,
+            tj.workers,
+            tj.compute_ms,
+            tj.gradient_mb,
+            gpu_speed=tj.gpu_speed,
+            architecture=tj.architecture,
+            ps_shards=tj.ps_shards,
+        )
+
+    def _shards_on(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """A parameter-server job's shard servers and push/pull times at S = 1, the bandwidth
+        that of its workers' and shards' servers together (the snapshot model's formula)."""
+        if not shards:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        job = self._job(tj)
+        ps_sps = np.array(sorted(shards), dtype=np.int64)
+        bw = self.cl.bandwidth([self.server_ids[sp] for sp in sorted(set(alloc) | set(shards))])
+        c = [
+            ps_comm_ms(job, shards[sp], alloc.get(sp, 0), bw, self.cluster.servers[sp].intra_bandwidth_gbps)
+            for sp in ps_sps
+        ]
+        return ps_sps, np.array(c)
+
+    def _start(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int] | None = None) -> None:
         sps, a, comm = self._placed_on(tj, alloc)
-        r = _Running(tj, dict(alloc), sps, a, comm, float(a.max()) + comm, start=self.now, t_last=self.now)
+        if tj.architecture == "ps" and not shards:
+            raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
+        ps_sps, ps_c = self._shards_on(tj, alloc, shards or {})
+        ideal = float(a.max()) + comm + (float(ps_c.max()) if len(ps_c) else 0.0)
+        r = _Running(tj, dict(alloc), sps, a, comm, ideal, start=self.now, t_last=self.now)
+        r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
         r.T = self._iteration_ms(r)
         for sp, k in alloc.items():
             self.free[sp] -= k
+        for sp in r.servers():
             self.on_server[sp].add(tj.id)
         if (self.free < 0).any():
             raise SimulationError(
@@ -433,6 +477,7 @@ class _Simulation:
         self._advance(r)
         for sp, k in r.alloc.items():
             self.free[sp] += k
+        for sp in r.servers():
             self.on_server[sp].discard(r.tj.id)
         del self.running[r.tj.id]
         tj = r.tj
@@ -456,6 +501,7 @@ class _Simulation:
                 "servers": len(r.alloc),
                 "moves": r.moves,
                 "placement": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
+                "shards": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
             }
         )
 
@@ -529,6 +575,8 @@ class _Simulation:
                     weight=j.weight,
                     gpu_speed=j.gpu_speed,
                     slowdown=self._overrides(j),
+                    architecture=j.architecture,
+                    ps_shards=j.ps_shards,
                 )
                 for j in jobs
             ),
@@ -574,7 +622,8 @@ class _Simulation:
         pos = inst.server_pos
         for j in offer:
             if j.id in placed:
-                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()})
+                shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
+                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards)
         self.queue = [j for j in self.queue if j.id not in placed]
 
     def _replan(self) -> None:
@@ -600,26 +649,37 @@ class _Simulation:
         if not sol.status.has_placement:
             return
         pos = inst.server_pos
+
+        def shards_of(jid: str) -> dict[int, int]:
+            return {pos[s]: int(k) for s, k in sol.shards.get(jid, {}).items()}
+
         moved = [
             r
             for r in runs
-            if {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
-            and sol.assignment.get(r.tj.id)
+            if sol.assignment.get(r.tj.id)
+            and (
+                {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
+                or shards_of(r.tj.id) != r.shards
+            )
         ]
         for r in moved:
             self._advance(r)
             for sp, k in r.alloc.items():
                 self.free[sp] += k
+            for sp in r.servers():
                 self.on_server[sp].discard(r.tj.id)
         for r in moved:
             alloc = {pos[s]: int(k) for s, k in sol.assignment[r.tj.id].items()}
             for sp, k in alloc.items():
                 self.free[sp] -= k
-                self.on_server[sp].add(r.tj.id)
             r.moves += sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
             r.alloc = alloc
+            r.shards = shards_of(r.tj.id)
+            for sp in r.servers():
+                self.on_server[sp].add(r.tj.id)
             r.sps, r.a, r.comm = self._placed_on(r.tj, alloc)
-            r.ideal_ms = float(r.a.max()) + r.comm
+            r.ps_sps, r.ps_c = self._shards_on(r.tj, alloc, r.shards)
+            r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
             r.T = self._iteration_ms(r)
             r.paused_until = self.now + self.cfg.restart_s
             self.migrations += 1

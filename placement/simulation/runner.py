@@ -47,6 +47,7 @@ JOB_FIELDS = (
     "servers",
     "moves",
     "placement",
+    "shards",
 )
 TIMELINE_POINTS = 2000
 """Most rows of a configuration's timeline file (evenly thinned)."""

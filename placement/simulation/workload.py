@@ -124,6 +124,9 @@ class TraceJob:
     deadline_s: float | None = None
     """Completion time allowed after submission, seconds."""
     gpu_speed: Mapping[str, float] | None = None
+    architecture: str = "allreduce"
+    """``allreduce`` or ``ps`` (a parameter-server job with ``ps_shards`` shards)."""
+    ps_shards: int | None = None
 
 
 @dataclass(frozen=True)
@@ -391,6 +394,14 @@ def _plain(table: _Table) -> list[TraceJob]:
         model = r.model("model", needed=compute is None or gradient is None)
         deadline = r.number("deadline_s", positive=True, required=False)
         weight = r.number("weight", required=False)
+        arch = r.text("architecture") or "allreduce"
+        if arch not in ("allreduce", "ps"):
+            r.bad("architecture", f"must be allreduce or ps, got {arch!r}")
+        shards = r.count("ps_shards", required=False)
+        if arch == "ps" and shards is None and r.ok:
+            r.bad("ps_shards", "is required for a parameter-server job (architecture ps)")
+        if arch != "ps" and shards is not None:
+            r.bad("ps_shards", "is only for parameter-server jobs (architecture ps)")
         if not r.ok:
             continue
         assert submit is not None and workers is not None
@@ -410,6 +421,8 @@ def _plain(table: _Table) -> list[TraceJob]:
                 model=model,
                 weight=1.0 if weight is None else weight,
                 deadline_s=deadline,
+                architecture=arch,
+                ps_shards=shards if arch == "ps" else None,
             )
         )
         lines.append(line)
@@ -511,8 +524,14 @@ def _apply(
     drop_wider: bool,
     source: str,
     error_source: str | None,
+    ps_fraction: float = 0.0,
+    ps_shards: int = 2,
+    ps_seed: int = 0,
 ) -> Workload:
     _validate(caller, window_start_s, window_s, max_jobs, load, resample_seed, max_workers)
+    _check(caller, "ps_fraction", ps_fraction, _is_number(ps_fraction) and 0 <= ps_fraction <= 1, "a number in [0, 1]")
+    _check(caller, "ps_shards", ps_shards, _is_int(ps_shards) and ps_shards >= 1, "an int >= 1")
+    _check(caller, "ps_seed", ps_seed, _is_int(ps_seed) and ps_seed >= 0, "an int >= 0")
     notes = [source] if source else []
     out = sorted(jobs, key=lambda j: (j.submit_s, j.id))
     if window_start_s or window_s is not None:
@@ -541,6 +560,13 @@ def _apply(
             out = [j for j in out if j.workers <= max_workers]
             dropped[WIDER] = len(wide)
             notes.append(f"dropped {len(wide)} {WIDER}")
+    if ps_fraction > 0:
+        pick = np.random.default_rng(ps_seed).random(len(out)) < ps_fraction
+        out = [
+            replace(j, architecture="ps", ps_shards=ps_shards) if p and j.architecture != "ps" else j
+            for j, p in zip(out, pick)
+        ]
+        notes.append(f"{_g(100 * ps_fraction)}% parameter-server jobs of {ps_shards} shards (seed {ps_seed})")
     return Workload(jobs=tuple(out), source="; ".join(notes), dropped=dropped)
 
 
@@ -566,13 +592,18 @@ def apply_options(
     max_workers: int | None = None,
     drop_wider: bool = False,
     source: str = "",
+    ps_fraction: float = 0.0,
+    ps_shards: int = 2,
+    ps_seed: int = 0,
 ) -> Workload:
     """Jobs sorted by ``(submit_s, id)``, then, in this order: kept in the window
     ``[window_start_s, window_start_s + window_s)`` and shifted to start at 0; the first
     ``max_jobs``; submit times divided by ``load``; inter-arrival times redrawn i.i.d.
     exponential at the same mean rate (jobs / span) with ``numpy.random.default_rng(
     resample_seed)``, first submission and order kept; jobs wider than ``max_workers``
-    refused (:class:`TraceError`) or, with ``drop_wider``, dropped and counted.
+    refused (:class:`TraceError`) or, with ``drop_wider``, dropped and counted; a
+    ``ps_fraction`` share of the jobs (drawn with ``numpy.random.default_rng(ps_seed)``) made
+    parameter-server jobs of ``ps_shards`` shards.
 
     ``source`` starts :attr:`Workload.source`; the options applied are appended.
     Raises ``ValueError`` on a bad option value."""
@@ -588,6 +619,9 @@ def apply_options(
         drop_wider=drop_wider,
         source=source,
         error_source=source or None,
+        ps_fraction=ps_fraction,
+        ps_shards=ps_shards,
+        ps_seed=ps_seed,
     )
 
 
@@ -602,6 +636,9 @@ def read_trace(
     resample_seed: int | None = None,
     max_workers: int | None = None,
     drop_wider: bool = False,
+    ps_fraction: float = 0.0,
+    ps_shards: int = 2,
+    ps_seed: int = 0,
 ) -> Workload:
     """Read a trace (``format``: ``auto``, ``elasticflow``, ``philly`` or ``plain``; ``path``
     a file or a bundled name, :func:`resolve_trace`) and apply the options (see
@@ -635,6 +672,9 @@ def read_trace(
         drop_wider=drop_wider,
         source=f"{fmt} {table.path.name}",
         error_source=str(table.path),
+        ps_fraction=ps_fraction,
+        ps_shards=ps_shards,
+        ps_seed=ps_seed,
     )
 
 
