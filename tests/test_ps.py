@@ -330,3 +330,13 @@ def test_a_csv_trace_may_mark_parameter_server_jobs_row_by_row(tmp_path):
     text = "\n".join(e.value.problems)
     for row, words in ((2, "required"), (3, "only for parameter-server"), (4, "allreduce or ps"), (5, "integer >= 1")):
         assert f"row {row}" in text and words in text, text
+
+
+def test_re_planning_keeps_parameter_server_jobs_valid():
+    inst = ps_instance(seed=9, cpu_memory=True)
+    first = placement.solve(inst, "greedy")
+    assert first.status.has_placement and any(inst.job_by_id[j].is_ps for j in first.assignment)
+    again = placement.solve(inst, "local_search", previous=first.assignment, max_moves=0, time_limit_s=5)
+    check_solution(inst, again)
+    assert again.assignment == first.assignment and again.stats["moved_workers"] == 0
+    assert set(again.shards) == {j for j in again.assignment if inst.job_by_id[j].is_ps}

@@ -267,7 +267,7 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
         path += g.path
         if g.assignment is None:
             return Outcome(None, path=path + ["local_search"], message=g.message)
-        st = State.from_assignment(instance, g.assignment)
+        st = State.from_assignment(instance, g.assignment, g.shards)
     rng = np.random.default_rng(opts.seed)
     moves = _improve(st, rng, opts.budget)
     kicks, kept = _perturb(st, rng, opts.budget)

@@ -51,9 +51,13 @@ def start_from_previous(
             and (job.max_servers is None or len(kept) <= job.max_servers)
         )
         if ok:
-            st.take(jp, kept)
+            st.take(jp, kept, {})  # shards after every kept job's workers (below)
         else:
             repaired.append(jp)
+    for jp in sorted(st.x):
+        if not st.place_job_shards(jp):
+            repaired.append(jp)  # its shards no longer fit beside its workers: re-place it
+            st.release(jp)
     forced_before = st.moved
     for jp in [j for j in job_order(instance) if j in repaired or j not in prev]:
         new, _ = greedy_job(st, jp)

@@ -84,13 +84,8 @@ class State:
             self.holders.setdefault(sp, set()).add(jp)
         if jp in self.prev:
             self.moved += self.moves_of(jp, alloc) - self.moves_of(jp, {})
-        if job.is_ps:
-            z = dict(shards) if shards is not None else place_shards(self.instance, jp, alloc, self.cpus, self.mem)
-            if z:
-                self.z[jp] = z
-                for sp, k in z.items():
-                    self.cpus[sp] -= k * (job.ps_cpus or 0.0)
-                    self.mem[sp] -= k * (job.ps_memory_gb or 0.0)
+        if job.is_ps and (shards is None or shards):
+            self.place_job_shards(jp, shards)
 
     def release(self, jp: int) -> dict[int, int]:
         alloc = self.x.pop(jp, {})
@@ -209,13 +204,19 @@ class State:
         capacity_bound = bool(job.ps_cpus or job.ps_memory_gb)
         if not capacity_bound and key in self._ps_cache:
             return self._ps_cache[key]
+        x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
         cpus, mem = self.cpus, self.mem
         if capacity_bound:
+            # what is left for the shards if the job ran on ``alloc``: its own shards and
+            # current workers freed, the candidate's workers taken
             cpus, mem = cpus.copy(), mem.copy()
-            for sp, k in self.z.get(jp, {}).items():  # this job's own shards may move
+            for sp, k in self.z.get(jp, {}).items():
                 cpus[sp] += k * (job.ps_cpus or 0.0)
                 mem[sp] += k * (job.ps_memory_gb or 0.0)
-        x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
+            for sign, a in ((1, self.x.get(jp, {})), (-1, x)):
+                for sp, k in a.items():
+                    cpus[sp] += sign * k * (job.cpus_per_worker or 0.0)
+                    mem[sp] += sign * k * (job.memory_gb_per_worker or 0.0)
         z = place_shards(self.instance, jp, x, cpus, mem)
         out: tuple[float, dict[int, int] | None] = (math.inf, None)
         if z is not None:
@@ -255,13 +256,39 @@ class State:
         }
 
     @classmethod
-    def from_assignment(cls, instance: Instance, assignment: Assignment) -> State:
+    def from_assignment(cls, instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> State:
+        """The state of a placement: every job's workers first, then the parameter-server
+        jobs' shards (``shards``, or the shard rule's within what the workers left)."""
         st = cls(instance)
+        taken = []
         for jid, a in assignment.items():
             alloc = {instance.server_pos[s]: int(k) for s, k in a.items() if k > 0}
             if alloc:
-                st.take(instance.job_pos[jid], alloc)
+                jp = instance.job_pos[jid]
+                st.take(jp, alloc, {})
+                taken.append(jp)
+        for jp in taken:
+            given = (shards or {}).get(instance.jobs[jp].id)
+            st.place_job_shards(
+                jp, {instance.server_pos[s]: int(k) for s, k in given.items() if k > 0} if given else None
+            )
         return st
+
+    def place_job_shards(self, jp: int, z: Mapping[int, int] | None = None) -> bool:
+        """Give placed job ``jp`` its shards (``z``, or the shard rule's within the capacity
+        left) if it is a parameter-server job without them; whether it has them now."""
+        job = self.instance.jobs[jp]
+        if not job.is_ps or self.z.get(jp):
+            return True
+        if z is None:
+            z = place_shards(self.instance, jp, self.x[jp], self.cpus, self.mem)
+        if not z:
+            return False
+        self.z[jp] = dict(z)
+        for sp, k in z.items():
+            self.cpus[sp] -= k * (job.ps_cpus or 0.0)
+            self.mem[sp] -= k * (job.ps_memory_gb or 0.0)
+        return True
 
     def fill(self, jp: int, order: Sequence[int] | np.ndarray, *, one_component: bool = True) -> dict[int, int] | None:
         """Put ``jp``'s workers on servers in ``order`` as many as each has room for,
