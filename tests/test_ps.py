@@ -340,3 +340,13 @@ def test_re_planning_keeps_parameter_server_jobs_valid():
     check_solution(inst, again)
     assert again.assignment == first.assignment and again.stats["moved_workers"] == 0
     assert set(again.shards) == {j for j in again.assignment if inst.job_by_id[j].is_ps}
+
+
+def test_the_slurm_export_refuses_shards_it_cannot_pin():
+    from placement.errors import InvalidInputError
+    from placement.export import export
+
+    inst = ps_instance(seed=7)
+    sol = placement.solve(inst, "greedy")
+    with pytest.raises(InvalidInputError, match="does not place shards yet"):
+        export(inst, sol, "slurm")

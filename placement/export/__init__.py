@@ -56,6 +56,14 @@ def export(instance: Instance, solution: Solution, target: str, options: ExportO
         from placement.export.kubernetes import node_name_problems
 
         problems += node_name_problems(instance, solution)
+    elif solution.shards:
+        # a heterogeneous job's components may not share nodes in Slurm, and one component
+        # cannot hold GPU and GPU-less tasks: no honest script pins workers and shards yet
+        problems += [
+            f"job {j!r} is a parameter-server job: the Slurm export does not place shards yet "
+            "(use --to volcano or podgroup)"
+            for j in sorted(solution.shards)
+        ]
     if problems:
         raise InvalidInputError(problems, source="the solution to export")
     if target == "volcano":
