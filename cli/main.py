@@ -337,9 +337,10 @@ def solve(
     _check_output(output, instance, previous)
     inst = placement.resolve_instance(instance or DEFAULT_INSTANCE)
     placement.get_method(method)
-    prev = None
+    prev = prev_shards = None
     if previous:
-        prev = placement.load_solution(previous).assignment
+        loaded = placement.load_solution(previous)
+        prev, prev_shards = loaded.assignment, loaded.shards
         if method not in ("auto", "local_search"):
             raise InvalidInputError([f"--previous re-plans with -m auto or -m local_search, not {method!r}"])
     elif max_moves is not None or move_cost:
@@ -358,6 +359,7 @@ def solve(
             seed=seed,
             threads=threads,
             previous=prev,
+            previous_shards=prev_shards,
             max_moves=max_moves,
             move_cost=move_cost,
             progress=progress,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.ranking import best_placement
 from placement.formulations.index import index_instance
@@ -39,18 +40,25 @@ def auto(instance: Instance, opts: Options) -> Outcome:
         return local_search(instance, opts)
     path: list[str] = []
     if estimate_size(instance) <= AUTO_BRUTE_FORCE_SIZE:
-        out = brute_force(instance, opts)
-        out.path = ["auto:brute_force"] + out.path
-        if out.assignment is not None or out.infeasible:
-            return out
-        path += out.path
+        try:
+            out = brute_force(instance, opts)
+        except MethodUnavailableError as e:  # more shard placements than the estimate saw
+            path.append(f"auto:brute_force skipped ({e})")
+        else:
+            out.path = ["auto:brute_force"] + out.path
+            if out.assignment is not None or out.infeasible:
+                return out
+            path += out.path
     g = greedy(instance, opts)
     path += ["auto:greedy"] + g.path
     best, bound = g.assignment, None
     opts.report("greedy", best)
     exact = _exact_step(instance, opts, best, path)
     if exact is not None:
-        if exact.optimal or exact.infeasible:
+        # an exact model's optimum covers a parameter-server job's workers only (its shards
+        # are placed after): then local search goes on from it
+        whole = exact.shards is not None or not any(j.is_ps for j in instance.jobs)
+        if exact.infeasible or (exact.optimal and whole):
             exact.path = list(path)
             return exact
         bound = exact.bound

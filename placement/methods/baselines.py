@@ -220,10 +220,15 @@ def _max_survival_rule(st: State, jp: int) -> dict[int, int] | None:
 
 
 def _max_survival_shards(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
-    """All shards on one server: the most reliable one the workers left free, else theirs."""
-    order = _most_survival_first(st, jp, alloc)
-    free_first = [sp for sp in order.tolist() if sp not in alloc] + [sp for sp in order.tolist() if sp in alloc]
-    return np.array(free_first)
+    """All shards on one server of the group the rule chose: its most reliable server, which
+    the workers were kept off (``_max_survival_rule``), else the workers' own, most reliable
+    first."""
+    c = _free(st, jp)
+    surv = st.idx.job_survival(jp, c)
+    group = c[np.lexsort((-st.room(jp, c), -surv))].tolist()
+    head = [sp for sp in group[:1] if sp not in alloc]
+    own = sorted(alloc, key=lambda sp: (-float(st.idx.job_survival(jp, np.array([sp]))[0]), sp))
+    return np.array(head + own, dtype=np.int64)
 
 
 def first_fit(instance: Instance, opts: Options) -> Outcome:

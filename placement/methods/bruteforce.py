@@ -17,7 +17,7 @@ from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Instance
 from placement.model.tolerances import TIE_RTOL
-from placement.problem.rules import meets_deadline, over_capacity, weight_factor
+from placement.problem.rules import meets_deadline, weight_factor
 from placement.problem.shards import ps_phase, shard_room
 from placement.problem.state import State
 from placement.solving.options import Options, Outcome
@@ -113,14 +113,21 @@ def shard_placements(
 
 
 def estimate_size(instance: Instance) -> float:
-    """Product over jobs of their allocation counts (inf when one job alone is too many)."""
+    """Product over jobs of their allocation counts (inf when one job alone is too many); a
+    parameter-server job's counted with every way to put its shards on the servers its
+    component holds (an upper estimate)."""
     st = State(instance)
     total = 1.0
     for jp in range(len(instance.jobs)):
         a = job_allocations(st, jp)
         if a is None:
             return math.inf
-        total *= max(1, len(a) + (instance.admission == "best_effort"))
+        job = instance.jobs[jp]
+        n = len(a)
+        if job.is_ps and a:
+            servers = int((st.component == st.component[next(iter(a[0]))]).sum())
+            n *= math.comb(servers + job.shards - 1, job.shards)
+        total *= max(1, n + (instance.admission == "best_effort"))
     return total
 
 
@@ -187,14 +194,13 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         for c, alloc, z in options[jp]:
             if not best_effort and cost + c + min_rest[i + 1] >= best_cost[0]:
                 break
-            if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()):
-                st.take(jp, alloc, z)
-                if z is None or _shards_fit(st, z):
-                    cur[jp] = alloc
-                    shards_of[jp] = z
-                    dfs(i + 1, cost + c, w + job.weight)
-                    del cur[jp]
-                    shards_of.pop(jp, None)
+            # a parameter-server job's shards exactly as enumerated, or not at all
+            if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()) and st.take(jp, alloc, z):
+                cur[jp] = alloc
+                shards_of[jp] = z
+                dfs(i + 1, cost + c, w + job.weight)
+                del cur[jp]
+                shards_of.pop(jp, None)
                 st.release(jp)
         if best_effort:
             dfs(i + 1, cost, w)
@@ -220,16 +226,6 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         message=None if proven else "time limit reached: best placement found, not proven",
         shards=out.shard_assignment(),
     )
-
-
-def _shards_fit(st: State, z: dict[int, int]) -> bool:
-    """Whether the CPU and memory left after taking shards ``z`` stay within capacity."""
-    servers = st.instance.servers
-    for sp in z:
-        for left, cap in ((st.cpus[sp], servers[sp].cpus), (st.mem[sp], servers[sp].memory_gb)):
-            if cap is not None and over_capacity(cap - left, cap):
-                return False
-    return True
 
 
 def _ps_options(

@@ -81,15 +81,24 @@ def _better(new: float, old: float) -> bool:
 
 def _reinsert(st: State, jp: int, rng: np.random.Generator) -> bool:
     """Take the job out and put it back where the greedy would now."""
-    old_alloc = st.x[jp]
+    old_alloc, old_z = st.x[jp], dict(st.z.get(jp, {})) or None
     old = st.priced(jp, old_alloc)
     st.release(jp)
     alloc, c = greedy_job(st, jp)
-    st.take(jp, old_alloc)
+    st.take(jp, old_alloc, old_z)
     if alloc is not None and _better(st.priced(jp, alloc), old) and st.change_ok({jp: (old_alloc, alloc)}):
-        st.release(jp)
-        st.take(jp, alloc)
+        return _replace(st, jp, alloc)
+    return False
+
+
+def _replace(st: State, jp: int, alloc: dict[int, int]) -> bool:
+    """Move ``jp`` to ``alloc``; back to where it was (its shards too) if its shards do not
+    fit there."""
+    old_alloc, old_z = st.x[jp], dict(st.z.get(jp, {})) or None
+    st.release(jp)
+    if st.take(jp, alloc):
         return True
+    st.take(jp, old_alloc, old_z)
     return False
 
 
@@ -139,9 +148,7 @@ def _relocate(st: State, jp: int, rng: np.random.Generator, top: int = RELOCATE_
         if st.move_cost:
             costs = costs + st.move_cost * np.array([st.moves_of(jp, o) for o in options])
         b = int(np.argmin(costs))
-        if _better(float(costs[b]), old):
-            st.release(jp)
-            st.take(jp, options[b])
+        if _better(float(costs[b]), old) and _replace(st, jp, options[b]):
             return True
     return False
 
@@ -185,16 +192,18 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS)
                 new = st.priced(jp, new_j) + st.priced(ip, new_i)
                 if not _better(new, old) or not st.change_ok({jp: (alloc, new_j), ip: (a_i, new_i)}):
                     continue
-                # capacity check by trial
-                sj, si = st.release(jp), st.release(ip)
-                if st.room(jp, [m])[0] >= new_j[m]:
-                    st.take(jp, new_j)
-                    if st.room(ip, [n])[0] >= new_i[n]:
-                        st.take(ip, new_i)
-                        return True
-                    st.release(jp)
-                st.take(jp, sj)
-                st.take(ip, si)
+                # capacity (and shards) check by trial; anything short of both: as it was
+                snap = st.snapshot()
+                st.release(jp)
+                st.release(ip)
+                if (
+                    st.room(jp, [m])[0] >= new_j[m]
+                    and st.take(jp, new_j)
+                    and st.room(ip, [n])[0] >= new_i[n]
+                    and st.take(ip, new_i)
+                ):
+                    return True
+                st.restore(snap)
     return False
 
 
@@ -257,7 +266,7 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
     path: list[str] = []
     if opts.previous is not None:
-        st, note = start_from_previous(instance, opts.previous, opts.max_moves, opts.move_cost)
+        st, note = start_from_previous(instance, opts.previous, opts.max_moves, opts.move_cost, opts.previous_shards)
         path.append(note)
     elif opts.start is not None:
         st = State.from_assignment(instance, opts.start)

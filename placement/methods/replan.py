@@ -20,7 +20,11 @@ __all__ = ["start_from_previous"]
 
 
 def start_from_previous(
-    instance: Instance, previous: Assignment, max_moves: int | None, move_cost: float
+    instance: Instance,
+    previous: Assignment,
+    max_moves: int | None,
+    move_cost: float,
+    previous_shards: Assignment | None = None,
 ) -> tuple[State, str]:
     """The previous placement on the current instance, repaired, with new jobs inserted:
     the local search's start, with its moves counted."""
@@ -55,7 +59,9 @@ def start_from_previous(
         else:
             repaired.append(jp)
     for jp in sorted(st.x):
-        if not st.place_job_shards(jp):
+        was = (previous_shards or {}).get(instance.jobs[jp].id) or {}
+        kept_z = {instance.server_pos[s]: int(k) for s, k in was.items() if s in instance.server_pos and k > 0}
+        if not (kept_z and st.place_job_shards(jp, kept_z)) and not st.place_job_shards(jp):
             repaired.append(jp)  # its shards no longer fit beside its workers: re-place it
             st.release(jp)
     forced_before = st.moved

@@ -110,7 +110,7 @@ def shard_room(job: Job, sp: int, cpus_left: np.ndarray, mem_left: np.ndarray) -
 def _shard_room(job: Job, sp: int, cpus_left: np.ndarray, mem_left: np.ndarray) -> float:
     room = math.inf
     for left, per in ((cpus_left, job.ps_cpus), (mem_left, job.ps_memory_gb)):
-        if per:
+        if per and math.isfinite(left[sp]):  # a server stating no capacity takes any number
             room = min(room, math.floor(left[sp] / per + 1e-9))
     return room
 
@@ -141,8 +141,19 @@ def place_shards(
     pool = [instance.server_pos[s] for s in dom.servers] if dom is not None else list(own)
     if dom is None and cluster.chain(ids[0]):  # one server: its innermost domain's others too
         pool = [instance.server_pos[s] for s in cluster.domains[cluster.chain(ids[0])[0]].servers]
-    others = sorted((sp for sp in pool if sp not in x), key=lambda sp: float(idx.server_mean[sp]))
-    cand = [sp for sp in own + others[:MAX_SHARD_CANDIDATES] if allowed[sp]]
+
+    def usable(sp: int) -> bool:
+        return bool(allowed[sp]) and _shard_room(job, sp, cpus, mem) >= 1
+
+    others = sorted((sp for sp in pool if sp not in x and usable(sp)), key=lambda sp: float(idx.server_mean[sp]))
+    if not others and not any(usable(sp) for sp in own):
+        # nowhere in the workers' domain: any server they reach (a narrower bandwidth)
+        comp = cluster.component[own[0]]
+        others = sorted(
+            (sp for sp in range(n) if cluster.component[sp] == comp and sp not in x and usable(sp)),
+            key=lambda sp: float(idx.server_mean[sp]),
+        )
+    cand = [sp for sp in own if allowed[sp]] + others[:MAX_SHARD_CANDIDATES]
     z: dict[int, int] = {}
     room = {sp: _shard_room(job, sp, cpus, mem) for sp in cand}
     for _ in range(job.shards):
@@ -171,7 +182,11 @@ def complete_shards(instance: Instance, assignment: Assignment, shards: Assignme
     A job that cannot get them keeps none (the validator then says why)."""
     out = {j: {s: int(k) for s, k in a.items() if k > 0} for j, a in (shards or {}).items()}
     out = {j: a for j, a in out.items() if a}
-    todo = [j for j in instance.jobs if j.is_ps and assignment.get(j.id) and j.id not in out]
+    todo = [
+        j
+        for j in instance.jobs
+        if j.is_ps and any(k for k in (assignment.get(j.id) or {}).values()) and j.id not in out
+    ]
     if not todo:
         return out
     cpus = np.array([math.inf if s.cpus is None else s.cpus for s in instance.servers], dtype=float)
@@ -182,7 +197,7 @@ def complete_shards(instance: Instance, assignment: Assignment, shards: Assignme
             continue
         for s, k in a.items():
             sp = instance.server_pos.get(s)
-            if sp is not None:
+            if sp is not None and isinstance(k, (int, float)):
                 cpus[sp] -= k * (job.cpus_per_worker or 0.0)
                 mem[sp] -= k * (job.memory_gb_per_worker or 0.0)
     for jid, a in out.items():
@@ -196,7 +211,12 @@ def complete_shards(instance: Instance, assignment: Assignment, shards: Assignme
                 mem[sp] -= k * (job.ps_memory_gb or 0.0)
     for job in todo:
         jp = instance.job_pos[job.id]
-        x = {instance.server_pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
+        a = assignment[job.id]
+        if not all(s in instance.server_pos and isinstance(k, int) and not isinstance(k, bool) for s, k in a.items()):
+            continue  # the validator names what is wrong
+        x = {instance.server_pos[s]: int(k) for s, k in a.items() if k > 0}
+        if not x:
+            continue
         z = place_shards(instance, jp, x, cpus, mem)
         if z is None:
             continue

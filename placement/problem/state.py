@@ -12,7 +12,7 @@ import numpy as np
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
-from placement.problem.shards import place_shards, ps_phase
+from placement.problem.shards import place_shards, ps_phase, shard_room
 from placement.problem.topology import cluster_of
 
 __all__ = ["State"]
@@ -69,9 +69,11 @@ class State:
         sps = np.asarray(sps, dtype=np.int64)
         return worker_room(self.instance.jobs[jp], self.gpus[sps], self.cpus[sps], self.mem[sps])
 
-    def take(self, jp: int, alloc: Mapping[int, int], shards: Mapping[int, int] | None = None) -> None:
-        """Place ``jp``'s workers (and a parameter-server job's shards: ``shards``, or the
-        shard rule's)."""
+    def take(self, jp: int, alloc: Mapping[int, int], shards: Mapping[int, int] | None = None) -> bool:
+        """Place ``jp``'s workers and a parameter-server job's shards (``shards``, or the
+        shard rule's; ``{}`` to place them later with :meth:`place_job_shards`).  When its
+        shards do not fit, the job is taken out again and ``False`` returned: a state never
+        holds a parameter-server job without its shards."""
         job = self.instance.jobs[jp]
         for sp, k in alloc.items():
             self.gpus[sp] -= k
@@ -84,8 +86,10 @@ class State:
             self.holders.setdefault(sp, set()).add(jp)
         if jp in self.prev:
             self.moved += self.moves_of(jp, alloc) - self.moves_of(jp, {})
-        if job.is_ps and (shards is None or shards):
-            self.place_job_shards(jp, shards)
+        if job.is_ps and (shards is None or shards) and not self.place_job_shards(jp, shards):
+            self.release(jp)
+            return False
+        return True
 
     def release(self, jp: int) -> dict[int, int]:
         alloc = self.x.pop(jp, {})
@@ -269,17 +273,35 @@ class State:
                 taken.append(jp)
         for jp in taken:
             given = (shards or {}).get(instance.jobs[jp].id)
-            st.place_job_shards(
-                jp, {instance.server_pos[s]: int(k) for s, k in given.items() if k > 0} if given else None
-            )
+            z = {instance.server_pos[s]: int(k) for s, k in given.items() if k > 0} if given else None
+            if not (z and st.place_job_shards(jp, z)) and not st.place_job_shards(jp):
+                st.release(jp)  # its shards do not fit beside the workers: not placed
         return st
 
+    def _shards_fit(self, jp: int, z: Mapping[int, int]) -> bool:
+        """Whether shards ``z`` of ``jp`` fit in the CPU and memory left, on servers the job
+        may use, its count right and within ``max_servers``."""
+        job = self.instance.jobs[jp]
+        if sum(z.values()) != job.shards:
+            return False
+        if job.max_servers is not None and len(set(self.x.get(jp, {})) | set(z)) > job.max_servers:
+            return False
+        allowed = job.allowed_servers
+        return all(
+            (allowed is None or self.instance.servers[sp].id in allowed)
+            and shard_room(job, sp, self.cpus, self.mem) >= k
+            for sp, k in z.items()
+        )
+
     def place_job_shards(self, jp: int, z: Mapping[int, int] | None = None) -> bool:
-        """Give placed job ``jp`` its shards (``z``, or the shard rule's within the capacity
-        left) if it is a parameter-server job without them; whether it has them now."""
+        """Give placed job ``jp`` its shards (``z`` exactly, when they fit, or the shard
+        rule's within the capacity left) if it is a parameter-server job without them;
+        whether it has them now."""
         job = self.instance.jobs[jp]
         if not job.is_ps or self.z.get(jp):
             return True
+        if z is not None and not self._shards_fit(jp, z):
+            return False
         if z is None:
             z = place_shards(self.instance, jp, self.x[jp], self.cpus, self.mem)
         if not z:

@@ -643,6 +643,7 @@ class _Simulation:
             time_limit_s=self.cfg.decision_time_limit_s,
             seed=self.cfg.seed,
             previous=previous,
+            previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
             max_moves=self.cfg.max_moves,
         )
         self.decision_walls.append(time.perf_counter() - w0)

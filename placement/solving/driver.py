@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from importlib import metadata
 
-from placement.errors import MethodUnavailableError
+from placement.errors import InvalidInputError, MethodUnavailableError
 from placement.evaluation.bounds import lower_bound, reportable_bound
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.feasibility import infeasibility_reason
@@ -54,6 +54,7 @@ def solve(
     threads: int = 1,
     start: Assignment | None = None,
     previous: Assignment | None = None,
+    previous_shards: Assignment | None = None,
     max_moves: int | None = None,
     move_cost: float = 0.0,
     progress: Callable[[str, float | None, float | None], None] | None = None,
@@ -68,7 +69,8 @@ def solve(
     Re-planning: with ``previous`` (the placement running now), ``auto`` and
     ``local_search`` re-optimise from it moving at most ``max_moves`` workers and/or paying
     ``move_cost`` (objective units) per moved worker; ``stats.moved_workers`` says how
-    many moved.  New jobs are placed; jobs no longer in the instance are dropped.
+    many moved.  ``previous_shards``: the running parameter-server jobs' shards, which stay
+    where their job's workers stay (a job whose workers move is restarted, shards and all).  New jobs are placed; jobs no longer in the instance are dropped.
 
     ``progress(step, objective, bound)`` is told where a method that works in steps (``auto``)
     stands: the objective of its best placement so far by the evaluator (``None`` when that
@@ -105,6 +107,7 @@ def solve(
         start=start,
         budget=Budget(t0 + float(time_limit_s)),
         previous=previous,
+        previous_shards=previous_shards,
         max_moves=max_moves,
         move_cost=float(move_cost),
         progress=None if progress is None else _checked(instance, progress),
@@ -132,6 +135,15 @@ def placed(
     """A placement made elsewhere (read back from manifests, or a running cluster) as a
     :class:`Solution`: validated and evaluated as every method's answer is; ``error`` with the
     violations when it is not valid.  Its bound is the instance's general lower bound."""
+    bad = [
+        f"{what}[{j!r}][{s!r}] = {k!r}: counts are integers >= 0"
+        for what, doc in (("assignment", assignment), ("shards", shards or {}))
+        for j, a in doc.items()
+        for s, k in a.items()
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0
+    ]
+    if bad:
+        raise InvalidInputError(bad)
     t0 = time.monotonic()
     opts = Options(time_limit_s=0.0, seed=0, threads=1, budget=Budget(t0))
     out = Outcome(dict(assignment), backend="placement", message=message, shards=shards)
@@ -201,10 +213,11 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         stats["shards_placed_by"] = "placement.problem.shards.place_shards"
         if optimal:
             optimal = False
-            stats["message"] = (
+            why = (
                 f"{method} is optimal for the workers; the shards of {len(completed)} parameter-server job(s) "
                 "were placed after it by the shard rule, so the placement is not proven optimal"
             )
+            stats["message"] = f"{stats['message']}; {why}" if stats.get("message") else why
     status = Status.OPTIMAL if optimal else Status.FEASIBLE
     stats["wall_s"] = time.monotonic() - t0
     return Solution(

@@ -36,6 +36,8 @@ class Options:
     """When the method must return (default: ``time_limit_s`` from construction)."""
     previous: Assignment | None = None
     """Re-planning: the placement running now; moves are counted against it."""
+    previous_shards: Assignment | None = None
+    """Re-planning: the running parameter-server jobs' shards (kept where their workers stay)."""
     max_moves: int | None = None
     """Re-planning: most workers that may move off their previous servers."""
     move_cost: float = 0.0
