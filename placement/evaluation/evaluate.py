@@ -35,7 +35,8 @@ class Evaluation:
 
 def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> Evaluation:
     """Exact figures of ``assignment`` and, for parameter-server jobs, their ``shards``
-    (which the validator should have accepted).
+    (which the validator should have accepted: a parameter-server job given no shards is
+    evaluated without its push/pull phase, a lower figure the validator refuses).
 
     >>> from placement.instances import load_bundled
     >>> inst = load_bundled("tiny")
