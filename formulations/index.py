@@ -28,7 +28,14 @@ from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import comm_ms, deadline_limit_ms, singled_out_servers, weight_factor
+from placement.problem.rules import (
+    comm_ms,
+    deadline_limit_ms,
+    fastest_gbps,
+    ps_floor_ms,
+    singled_out_servers,
+    weight_factor,
+)
 from placement.problem.state import State
 from placement.problem.topology import Cluster, cluster_of
 
@@ -120,10 +127,18 @@ def _homes(job: Job, cl: Cluster, instance: Instance, sps: np.ndarray, cap: np.n
     interchangeable servers represented by its first)."""
     local = {int(sp): i for i, sp in enumerate(sps)}
     homes: list[Home] = []
+    # a parameter-server job's push/pull phase is not modelled: its floor is (a valid bound)
+    floor = ps_floor_ms(
+        job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
+    )
+
+    def comm(bw: float) -> float:
+        return comm_ms(job, bw) + floor
+
     for i, sp in enumerate(sps):
         if cap[i] >= job.workers:
             bw = instance.servers[int(sp)].intra_bandwidth_gbps
-            homes.append(Home(None, (i,), comm_ms(job, bw), bw))
+            homes.append(Home(None, (i,), comm(bw), bw))
     if job.workers > 1:
         for d, members in enumerate(cl.domain_members):
             mem = tuple(local[int(m)] for m in members if int(m) in local)
@@ -135,7 +150,7 @@ def _homes(job: Job, cl: Cluster, instance: Instance, sps: np.ndarray, cap: np.n
             if job.max_servers is not None and int(np.sort(caps)[::-1][: job.max_servers].sum()) < job.workers:
                 continue
             bw = cl.domains[d].bandwidth_gbps
-            homes.append(Home(d, mem, comm_ms(job, bw), bw))
+            homes.append(Home(d, mem, comm(bw), bw))
     return homes
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from placement.model.records import Instance
 from placement.model.tolerances import BOUND_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.rules import comm_ms, fastest_gbps, ps_floor_ms, weight_factor
 from placement.problem.topology import cluster_of
 
 __all__ = ["job_lower_bound", "lower_bound", "reportable_bound"]
@@ -19,7 +19,8 @@ __all__ = ["job_lower_bound", "lower_bound", "reportable_bound"]
 def job_lower_bound(instance: Instance, jp: int) -> float:
     """A valid lower bound on ``E[T_j]`` over every feasible placement of job ``jp``:
     ``max_n E[a_n S_n] >= min_n E[a_n S_n]`` over allowed servers, plus the all-reduce time
-    at the widest bandwidth any server set able to hold the gang offers."""
+    (a parameter-server job: its push/pull floor, :func:`rules.ps_floor_ms`) at the widest
+    bandwidth any server set able to hold the gang offers."""
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     cl = cluster_of(instance)
@@ -27,14 +28,17 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     if not free.any():
         return math.inf
     best_compute = float(idx.job_score(jp)[free > 0].min())
+    floor = ps_floor_ms(
+        job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
+    )
     if job.workers == 1:
-        return best_compute
+        return best_compute + floor
     bws = list(cl.intra_bandwidth[free >= job.workers])
     if cl.domains:
         concat, offsets = cl.domain_concat
         room = np.add.reduceat(free[concat], offsets)
         bws += [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers]
-    return best_compute + comm_ms(job, max(bws, default=0.0))
+    return best_compute + comm_ms(job, max(bws, default=0.0)) + floor
 
 
 def lower_bound(instance: Instance) -> float | None:

@@ -28,6 +28,8 @@ K = TypeVar("K")
 __all__ = [
     "comm_ms",
     "ps_comm_ms",
+    "ps_floor_ms",
+    "fastest_gbps",
     "SHARD_RESOURCES",
     "weight_factor",
     "RESOURCES",
@@ -68,6 +70,24 @@ def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float,
     if local_workers > 0:
         t += local_workers / intra_gbps
     return per * t
+
+
+def ps_floor_ms(job: Job, top_gbps: float, servers: int) -> float:
+    """A lower bound on a parameter-server job's push/pull phase ``E[max_m c_m S_m]`` (S >= 1)
+    in a cluster whose fastest bandwidth, inside a server or on a link, is ``top_gbps``: some
+    server holds at least ``ceil(P / servers)`` shards, and each of the W workers moves its
+    share to them at ``top_gbps`` at most."""
+    if not job.is_ps:
+        return 0.0
+    if top_gbps <= 0:
+        return math.inf
+    per_server = math.ceil(job.shards / max(1, servers))
+    return 8.0 * 2.0 * per_server * job.gradient_mb / job.shards * job.workers / top_gbps
+
+
+def fastest_gbps(instance: Instance) -> float:
+    """The fastest bandwidth of the cluster: inside a server, or on a link."""
+    return max([s.intra_bandwidth_gbps for s in instance.servers] + [ln.bandwidth_gbps for ln in instance.links])
 
 
 # ------------------------------------------------------------------ objective
