@@ -30,6 +30,7 @@ from placement.instances.generate import generate
 from placement.methods.exact import run_exact
 from placement.methods.greedy import greedy
 from placement.model.records import Instance, Slowdown, Solution
+from placement.problem.shards import complete_shards
 from placement.solving.driver import moved_workers, solve
 from placement.solving.options import Options
 from placement.solving.registry import REGISTRY
@@ -193,7 +194,7 @@ def bench_reductions(instances: list[str], time_limit: float, backend: str = "hi
     for name in instances:
         inst = resolve_instance(name)
         start = greedy(inst, Options(time_limit_s=time_limit)).assignment
-        cutoff = evaluate(inst, start).objective if start is not None else None
+        cutoff = evaluate(inst, start, complete_shards(inst, start, None)).objective if start is not None else None
         for label, prune, agg, warm in (
             ("plain", False, False, False),
             ("start", False, False, True),

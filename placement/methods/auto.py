@@ -21,6 +21,7 @@ from placement.methods.greedy import greedy
 from placement.methods.local_search import bound_then_improve, local_search
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
+from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import EXACT_PREFERENCE, get_method
@@ -79,7 +80,11 @@ def _exact_step(instance: Instance, opts: Options, start: Assignment | None, pat
     size = rough
     if rough <= 4 * AUTO_EXACT_SIZE:
         # the size of the model the MILP backends build: classes aggregated, pruned against the start
-        cutoff = evaluate(instance, start).objective if start is not None and instance.admission == "all" else None
+        cutoff = (
+            evaluate(instance, start, complete_shards(instance, start, None)).objective
+            if start is not None and instance.admission == "all"
+            else None
+        )
         size = index_instance(instance, cutoff=cutoff, aggregate=True).size
     if size > AUTO_EXACT_SIZE:
         path.append(f"auto:exact skipped ({size} variables > {AUTO_EXACT_SIZE})")

@@ -44,9 +44,9 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         path.append("start:greedy" if start is not None else "start:none")
     cutoff = None
     if prune and start is not None and instance.admission == "all":
-        # the backends' models leave out a parameter-server job's push/pull phase, so the
-        # cutoff is the start's objective without it (its shards are not evaluated)
-        cutoff = evaluate(instance, start).objective
+        # the start's true objective (a parameter-server job's shards by the shard rule): the
+        # models price at most that, so no pair of a better placement is pruned
+        cutoff = evaluate(instance, start, complete_shards(instance, start, None)).objective
     res = backend.run(instance, start=start, cutoff=cutoff, budget=opts.budget, seed=opts.seed, threads=opts.threads)
     path += res.path
     best_effort = instance.admission == "best_effort"
