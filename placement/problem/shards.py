@@ -191,24 +191,20 @@ def complete_shards(instance: Instance, assignment: Assignment, shards: Assignme
         return out
     cpus = np.array([math.inf if s.cpus is None else s.cpus for s in instance.servers], dtype=float)
     mem = np.array([math.inf if s.memory_gb is None else s.memory_gb for s in instance.servers], dtype=float)
-    for jid, a in assignment.items():
-        job = instance.job_by_id.get(jid)
-        if job is None:
-            continue
-        for s, k in a.items():
-            sp = instance.server_pos.get(s)
-            if sp is not None and isinstance(k, (int, float)):
-                cpus[sp] -= k * (job.cpus_per_worker or 0.0)
-                mem[sp] -= k * (job.memory_gb_per_worker or 0.0)
-    for jid, a in out.items():
-        job = instance.job_by_id.get(jid)
-        if job is None:
-            continue
-        for s, k in a.items():
-            sp = instance.server_pos.get(s)
-            if sp is not None:
-                cpus[sp] -= k * (job.ps_cpus or 0.0)
-                mem[sp] -= k * (job.ps_memory_gb or 0.0)
+    # what the workers, then the given shards, take
+    for doc, cpu_field, mem_field in (
+        (assignment, "cpus_per_worker", "memory_gb_per_worker"),
+        (out, "ps_cpus", "ps_memory_gb"),
+    ):
+        for jid, a in doc.items():
+            job = instance.job_by_id.get(jid)
+            if job is None:
+                continue
+            for s, k in a.items():
+                sp = instance.server_pos.get(s)
+                if sp is not None and isinstance(k, (int, float)):
+                    cpus[sp] -= k * (getattr(job, cpu_field) or 0.0)
+                    mem[sp] -= k * (getattr(job, mem_field) or 0.0)
     for job in todo:
         jp = instance.job_pos[job.id]
         a = assignment[job.id]

@@ -428,7 +428,8 @@ class _Simulation:
             raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
         return sps, a, comm_ms(job, self.cl.bandwidth([self.server_ids[sp] for sp in sps]))
 
-    def _job(self, tj: TraceJob) -> Job:
+    def _job(self, tj: TraceJob, **extra: Any) -> Job:
+        """The placement problem's job for trace job ``tj`` (``extra``: the decision's fields)."""
         return Job(
             tj.id,
             tj.workers,
@@ -437,6 +438,7 @@ class _Simulation:
             gpu_speed=tj.gpu_speed,
             architecture=tj.architecture,
             ps_shards=tj.ps_shards,
+            **extra,
         )
 
     def _shards_on(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -566,19 +568,7 @@ class _Simulation:
             name=f"{self.cluster.name}@{self.now:.0f}s",
             servers=servers,
             jobs=tuple(
-                Job(
-                    j.id,
-                    j.workers,
-                    j.compute_ms,
-                    j.gradient_mb,
-                    iterations=j.iterations,
-                    weight=j.weight,
-                    gpu_speed=j.gpu_speed,
-                    slowdown=self._overrides(j),
-                    architecture=j.architecture,
-                    ps_shards=j.ps_shards,
-                )
-                for j in jobs
+                self._job(j, iterations=j.iterations, weight=j.weight, slowdown=self._overrides(j)) for j in jobs
             ),
             switches=self.cluster.switches,
             links=self.cluster.links,
