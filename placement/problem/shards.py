@@ -138,6 +138,8 @@ def place_shards(
     own = sorted(sp for sp, k in x.items() if k > 0)
     ids = [instance.servers[sp].id for sp in own]
     dom = cluster.domain_of(ids) if len(ids) > 1 else None
+    if len(ids) > 1 and dom is None:
+        return None  # workers that cannot reach each other: no placement to give shards to
     pool = [instance.server_pos[s] for s in dom.servers] if dom is not None else list(own)
     if dom is None and cluster.chain(ids[0]):  # one server: its innermost domain's others too
         pool = [instance.server_pos[s] for s in cluster.domains[cluster.chain(ids[0])[0]].servers]

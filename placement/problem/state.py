@@ -195,8 +195,12 @@ class State:
         deadline)."""
         job = self.instance.jobs[jp]
         x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
+        zz = {int(sp): int(k) for sp, k in z.items() if k > 0}
+        ids = [self.instance.servers[sp].id for sp in sorted(set(x) | set(zz))]
+        if len(ids) > 1 and self.cluster.bottleneck(ids) <= 0.0:
+            return math.inf  # servers that cannot reach each other
         e, _, _ = self.idx.expected_max([(jp, sorted(x))])
-        comm, _, _ = ps_phase(self.instance, [(jp, x, {int(sp): int(k) for sp, k in z.items() if k > 0})])
+        comm, _, _ = ps_phase(self.instance, [(jp, x, zz)])
         t = float(e[0]) + float(comm[0])
         return weight_factor(self.instance, job) * t if meets_deadline(job, t) and math.isfinite(t) else math.inf
 
