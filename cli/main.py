@@ -443,6 +443,8 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
         "unplaced": list(ev.unplaced),
         "jobs": {j: asdict(r) for j, r in ev.jobs.items()},
     }
+    if sol.shards:
+        out["shards"] = {j: dict(z) for j, z in sol.shards.items()}
     if sol.objective is not None and abs(sol.objective - ev.objective) > 1e-6 * max(1.0, abs(ev.objective)):
         _err(f"note: the file says objective {sol.objective:.9g}; the evaluator computes {ev.objective:.9g}")
     if samples:

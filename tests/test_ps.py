@@ -232,6 +232,7 @@ def test_the_cli_summary_shows_shards(tmp_path):
     assert doc["shards"]
     r = runner.invoke(cli, ["evaluate", str(inst), str(out)])
     assert r.exit_code == 0 and json.loads(r.stdout)["objective"] == pytest.approx(doc["objective"])
+    assert json.loads(r.stdout)["shards"] == doc["shards"]
     doc["shards"] = {j: {s: k + 1 for s, k in z.items()} for j, z in doc["shards"].items()}
     out.write_text(json.dumps(doc))
     r = runner.invoke(cli, ["validate", str(inst), str(out)])
