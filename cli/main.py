@@ -1155,6 +1155,27 @@ def _server_and_job_options(fn: F) -> F:
     return _generate_options(fn, topology=False)
 
 
+def _changed_options(kw: dict[str, Any]) -> dict[str, Any]:
+    """The generator options given away from their defaults (``--name`` aside)."""
+    from placement.instances.generate import GeneratorSpec
+
+    defaults = GeneratorSpec()
+    return {k: v for k, v in kw.items() if v != getattr(defaults, k, v) and k != "name"}
+
+
+def _emit_imported(build: Callable[[], Any], name: str, command: str, output: str | None, tool: str) -> None:
+    """Build an imported instance (a ``ValueError`` is bad input, exit 2), name it, record the
+    command that made it in ``source``, and write it."""
+    try:
+        inst = build()
+    except ValueError as e:
+        if isinstance(e, InvalidInputError):
+            raise
+        raise InvalidInputError([str(e)], source=f"placement {tool}") from None
+    inst = inst.replace(name=name, source=f"{command}  ({inst.source})")
+    _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
+
+
 @cli.command("import-slurm")
 @click.argument("topology_file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--level-gbps", required=True, help="Comma-separated bandwidth per level: node-leaf, leaf-parent, ...")
@@ -1191,15 +1212,13 @@ def import_slurm(
     _check_output(output, topology_file, nodes_json)
     from pathlib import Path
 
-    from placement.instances.generate import GeneratorSpec
     from placement.instances.slurm import instance_from_slurm, read_slurm_nodes
 
     levels = _number_list(level_gbps, "--level-gbps")
     fmt = topology_format
     if fmt == "auto":
         fmt = "yaml" if Path(topology_file).suffix.lower() in (".yaml", ".yml") else "conf"
-    defaults = GeneratorSpec()
-    changed = {k: v for k, v in kw.items() if v != getattr(defaults, k, v) and k != "name"}
+    changed = _changed_options(kw)
     nodes = None
     if nodes_json:
         server_opts = [f"--{k.replace('_', '-')}" for k in changed if k in _SERVER_OPTIONS]
@@ -1223,14 +1242,13 @@ def import_slurm(
         text = Path(topology_file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InvalidInputError([f"{topology_file}: cannot read it: {e}"]) from None
-    try:
-        inst = instance_from_slurm(text, levels, nodes=nodes, topology_format=fmt, topology_name=topology_name, **kw)
-        inst = inst.replace(name=name, source=f"{command}  ({inst.source})")
-    except ValueError as e:
-        if isinstance(e, InvalidInputError):
-            raise
-        raise InvalidInputError([str(e)], source="placement import-slurm") from None
-    _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
+    _emit_imported(
+        lambda: instance_from_slurm(text, levels, nodes=nodes, topology_format=fmt, topology_name=topology_name, **kw),
+        name,
+        command,
+        output,
+        "import-slurm",
+    )
 
 
 def _check_output_dir(output: str, *inputs: str | None) -> None:
@@ -1436,7 +1454,6 @@ def import_k8s(
     from pathlib import Path
 
     from placement.formats.parse import read_json_file
-    from placement.instances.generate import GeneratorSpec
     from placement.instances.kubernetes import instance_from_kubernetes
 
     _check_output(output, nodes_json, pods_json, hypernodes_json)
@@ -1451,28 +1468,26 @@ def import_k8s(
         raise InvalidInputError(problems)
     labels = None if level_labels is None else [x.strip() for x in level_labels.split(",") if x.strip()]
     gbps = None if level_gbps is None else _number_list(level_gbps, "--level-gbps")
-    defaults = GeneratorSpec()
-    given = [f"--{k.replace('_', '-')} {v}" for k, v in kw.items() if v != getattr(defaults, k, v) and k != "name"]
+    given = [f"--{k.replace('_', '-')} {v}" for k, v in _changed_options(kw).items()]
     for flag, value in (("--level-labels", level_labels), ("--level-gbps", level_gbps)):
         if value is not None:
             given.append(f"{flag} {value}")
     name = kw.pop("name") or f"k8s-{Path(nodes_json).stem}"
     command = f"placement import-k8s {Path(nodes_json).name} {' '.join(given)}".strip()
-    try:
-        inst = instance_from_kubernetes(
+    _emit_imported(
+        lambda: instance_from_kubernetes(
             docs["nodes"],
             pods=docs.get("pods"),
             hypernodes=docs.get("hypernodes"),
             level_labels=labels,
             level_gbps=gbps,
             **kw,
-        )
-    except ValueError as e:
-        if isinstance(e, InvalidInputError):
-            raise
-        raise InvalidInputError([str(e)], source="placement import-k8s") from None
-    inst = inst.replace(name=name, source=f"{command}  ({inst.source})")
-    _emit(_written(inst), output, f"{len(inst.servers)} servers, {len(inst.jobs)} jobs")
+        ),
+        name,
+        command,
+        output,
+        "import-k8s",
+    )
 
 
 @cli.command()

@@ -104,10 +104,6 @@ def ps_straggler(
 
 def shard_room(job: Job, sp: int, cpus_left: np.ndarray, mem_left: np.ndarray) -> float:
     """How many shards of ``job`` fit in the CPU and memory left on server ``sp``."""
-    return _shard_room(job, sp, cpus_left, mem_left)
-
-
-def _shard_room(job: Job, sp: int, cpus_left: np.ndarray, mem_left: np.ndarray) -> float:
     room = math.inf
     for left, per in ((cpus_left, job.ps_cpus), (mem_left, job.ps_memory_gb)):
         if per and math.isfinite(left[sp]):  # a server stating no capacity takes any number
@@ -145,7 +141,7 @@ def place_shards(
         pool = [instance.server_pos[s] for s in cluster.domains[cluster.chain(ids[0])[0]].servers]
 
     def usable(sp: int) -> bool:
-        return bool(allowed[sp]) and _shard_room(job, sp, cpus, mem) >= 1
+        return bool(allowed[sp]) and shard_room(job, sp, cpus, mem) >= 1
 
     others = sorted((sp for sp in pool if sp not in x and usable(sp)), key=lambda sp: float(idx.server_mean[sp]))
     if not others and not any(usable(sp) for sp in own):
@@ -157,7 +153,7 @@ def place_shards(
         )
     cand = [sp for sp in own if allowed[sp]] + others[:MAX_SHARD_CANDIDATES]
     z: dict[int, int] = {}
-    room = {sp: _shard_room(job, sp, cpus, mem) for sp in cand}
+    room = {sp: shard_room(job, sp, cpus, mem) for sp in cand}
     for _ in range(job.shards):
         best, best_e = None, math.inf
         options = [sp for sp in cand if room[sp] > z.get(sp, 0)]

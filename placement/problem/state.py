@@ -12,7 +12,7 @@ import numpy as np
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
-from placement.problem.shards import place_shards, ps_phase, shard_room
+from placement.problem.shards import place_shards, ps_coefs, shard_room
 from placement.problem.topology import cluster_of
 
 __all__ = ["State"]
@@ -196,12 +196,12 @@ class State:
         job = self.instance.jobs[jp]
         x = {int(sp): int(k) for sp, k in alloc.items() if k > 0}
         zz = {int(sp): int(k) for sp, k in z.items() if k > 0}
-        ids = [self.instance.servers[sp].id for sp in sorted(set(x) | set(zz))]
-        if len(ids) > 1 and self.cluster.bottleneck(ids) <= 0.0:
+        sps, c, _ = ps_coefs(self.instance, job, x, zz)
+        if not all(math.isfinite(v) for v in c):
             return math.inf  # servers that cannot reach each other
-        e, _, _ = self.idx.expected_max([(jp, sorted(x))])
-        comm, _, _ = ps_phase(self.instance, [(jp, x, zz)])
-        t = float(e[0]) + float(comm[0])
+        own = sorted(x)
+        e, _, _ = self.idx.expected_max([(jp, own), (jp, sps)], [[self.idx.a(jp, sp) for sp in own], c])
+        t = float(e[0]) + float(e[1])
         return weight_factor(self.instance, job) * t if meets_deadline(job, t) and math.isfinite(t) else math.inf
 
     def ps_cost(self, jp: int, alloc: Mapping[int, int]) -> tuple[float, dict[int, int] | None]:
