@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from placement.formulations.index import ProblemIndex, index_instance
+from placement.formulations.index import JobIndex, ProblemIndex, index_instance, start_modes
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import CPSAT_OPTIMAL_RTOL, CPSAT_PROB_UNITS, TIE_RTOL
-from placement.problem.rules import RESOURCES, capacity_units, demand_units, exact_in_units
+from placement.problem.rules import RESOURCES, SHARD_RESOURCES, capacity_units, demand_units, exact_in_units
+from placement.problem.shards import complete_shards
 from placement.solving.backend import BackendResult, Termination
 from placement.solving.budget import Budget
 
@@ -66,9 +67,12 @@ class Scale:
         return int(math.floor(x * self.objective_scale + 1e-9)) if x > 0 else 0
 
 
-def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple[Any, ...]:
+def _build(
+    index: ProblemIndex, scale: Scale, start: Assignment | None, start_shards: Assignment | None = None
+) -> tuple[Any, ...]:
     from ortools.sat.python import cp_model
 
+    start_shards = start_shards or {}
     m = cp_model.CpModel()
     inst = index.instance
     R = CPSAT_PROB_UNITS
@@ -77,6 +81,8 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple
     obj_terms: list[tuple[int, Any]] = []
     weight_terms: list[tuple[int, Any]] = []
     per_server: dict[int, list[tuple[int, Any]]] = {}
+    shard_pairs: dict[int, list[tuple[int, Any]]] = {}
+    modes: dict[int, list[list[Any]]] = {}
     hints: list[tuple[Any, int]] = []
     probs = index.scenario_probs
     for j in index.jobs:
@@ -115,7 +121,7 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple
         for h, home in enumerate(j.homes):
             for i in home.members:
                 covers.setdefault(i, []).append(zs[h])
-            if home.domain is not None:
+            if home.domain is not None and j.shards is None:
                 m.add(sum(ys[i] for i in home.members) >= 2 * zs[h])
         for i, yv in enumerate(ys):
             m.add(yv <= sum(covers.get(i, [])))
@@ -157,6 +163,9 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple
                         prev = pi
                     m.add(g >= R * p - prev)
                 exp_terms.append((dt / R, g))
+        if j.shards is not None:
+            chosen = None if start_alloc is None else start_modes(inst, j, start_alloc, start_shards.get(job.id, {}))
+            exp_terms += _push_pull(m, scale, j, tag, p, xs, ys, zs, probs, shard_pairs, modes, chosen, hints)
         if j.time_limit_ms is not None:
             # a relaxed deadline row (coefficients down, limit up); the placement is
             # validated exactly afterwards
@@ -174,24 +183,135 @@ def _build(index: ProblemIndex, scale: Scale, start: Assignment | None) -> tuple
         loads = [sum(v for _, v in per_server[sp]) for sp in group]
         for a, b in zip(loads, loads[1:]):
             m.add(a >= b)
-    for sp, pairs in per_server.items():
-        add_capacity_rows(m, inst, sp, pairs)
+    for sp in sorted(set(per_server) | set(shard_pairs)):
+        add_capacity_rows(m, inst, sp, per_server.get(sp, []), shard_pairs.get(sp, []))
     for v, val in hints:
         m.add_hint(v, val)
-    return m, x, placed, obj_terms, weight_terms
+    return m, x, placed, obj_terms, weight_terms, modes
 
 
-def add_capacity_rows(m: Any, inst: Instance, sp: int, pairs: list[tuple[int, Any]]) -> None:
-    """Server ``sp``'s GPU, CPU and memory rows over ``(job position, worker variable)``, in
-    the integer units of :func:`placement.problem.rules.demand_units` (exact at the
-    capacity resolution; finer values are rounded against the placement)."""
+def _push_pull(
+    m: Any,
+    scale: Scale,
+    j: JobIndex,
+    tag: str,
+    p: Any,
+    xs: list[Any],
+    ys: list[Any],
+    zs: list[Any],
+    probs: Any,
+    shard_pairs: dict[int, list[tuple[int, Any]]],
+    modes: dict[int, list[list[Any]]],
+    chosen: dict[int, int] | None,
+    hints: list[tuple[Any, int]],
+) -> list[tuple[float, Any]]:
+    """A parameter-server job's shards by modes and its push/pull phase's expected maximum
+    (as the MILP's, rounded as the compute phase is): ``(ms per unit, variable)`` terms."""
+    R = CPSAT_PROB_UNITS
+    sh = j.shards
+    assert sh is not None
+    us_all: list[list[Any]] = []
+    count = []
+    r: list[list[Any]] = []
+    for k, sp in enumerate(sh.servers):
+        u = [m.new_bool_var(f"u_{tag}_{k}_{i}") for i in range(len(sh.modes[k]))]
+        us_all.append(u)
+        if chosen is not None:
+            hints += [(uv, int(chosen.get(k) == i)) for i, uv in enumerate(u)]
+        m.add(sum(u) <= 1)
+        for h in {mode[2] for mode in sh.modes[k]}:
+            m.add(sum(uv for uv, mode in zip(u, sh.modes[k]) if mode[2] == h) <= zs[h])
+        z = sum(mode[0] * uv for uv, mode in zip(u, sh.modes[k]))
+        count.append(z)
+        shard_pairs.setdefault(int(sp), []).append((j.jp, z))
+        i = int(sh.local[k])
+        if i >= 0:
+            local = sum(mode[1] * uv for uv, mode in zip(u, sh.modes[k]) if mode[1])
+            m.add(xs[i] >= local)
+            m.add(xs[i] <= local + int(j.cap[i]) * (1 - sum(u)))
+        rk = []
+        for c in range(len(sh.values[k])):
+            rc = m.new_bool_var(f"r_{tag}_{k}_{c}")
+            m.add(rc == sum(uv for uv, mode in zip(u, sh.modes[k]) if mode[3] == c))
+            rk.append(rc)
+        r.append(rk)
+    modes[j.jp] = us_all
+    m.add(sum(count) == sh.total * p)
+    if j.max_servers is not None:  # over the workers' and the shards' servers together
+        union: dict[int, list[Any]] = {}
+        for i, sp in enumerate(j.servers):
+            union.setdefault(int(sp), []).append(ys[i])
+        for k, sp in enumerate(sh.servers):
+            union.setdefault(int(sp), []).extend(us_all[k])
+        os_ = []
+        for sp, parts in union.items():
+            o = m.new_bool_var(f"o_{tag}_{sp}")
+            for part in parts:
+                m.add_implication(part, o)
+            os_.append(o)
+        m.add(sum(os_) <= j.max_servers)
+    terms: list[tuple[float, Any]] = []
+    if sh.scen is not None:
+        for s, ps in enumerate(probs):
+            hi = max(
+                [
+                    scale.time_floor(float(c) * float(sh.scen[k, s]))
+                    for k in range(len(sh.servers))
+                    for c in sh.values[k]
+                ]
+                + [0]
+            )
+            tau = m.new_int_var(0, hi, f"tau2_{tag}_{s}")
+            for k in range(len(sh.servers)):
+                for c, rc in zip(sh.values[k], r[k]):
+                    v = scale.time_floor(float(c) * float(sh.scen[k, s]))
+                    if v > 0:
+                        m.add(tau >= v * rc)
+            terms.append((float(ps) * scale.time_unit_ms, tau))
+        return terms
+    assert sh.t is not None and sh.dt is not None and sh.q is not None
+    for t in range(len(sh.t)):
+        dt = float(sh.dt[t])
+        if dt <= 0:
+            continue
+        links = [[(float(q), rc) for q, rc in zip(sh.q[k][t], r[k]) if q < 1] for k in range(len(sh.servers))]
+        if not any(links):
+            continue
+        g = m.new_int_var(0, R, f"G2_{tag}_{t}")
+        prev = m.new_int_var(0, R, f"pi2_{tag}_{t}")
+        m.add(prev == R * p)
+        for k, link in enumerate(links):
+            if not link:
+                continue
+            pi = m.new_int_var(0, R, f"pi2_{tag}_{t}_{k}")
+            m.add(pi <= prev)
+            for q, rc in link:
+                f = int(math.ceil(q * R))
+                m.add(R * pi <= f * prev + (R - 1)).only_enforce_if(rc)
+            prev = pi
+        m.add(g >= R * p - prev)
+        terms.append((dt / R, g))
+    return terms
+
+
+def add_capacity_rows(
+    m: Any, inst: Instance, sp: int, pairs: list[tuple[int, Any]], shard_pairs: list[tuple[int, Any]] | None = None
+) -> None:
+    """Server ``sp``'s GPU, CPU and memory rows over ``(job position, worker variable)`` and
+    ``(job position, shard count)``, in the integer units of
+    :func:`placement.problem.rules.demand_units` (exact at the capacity resolution; finer
+    values are rounded against the placement)."""
     srv = inst.servers[sp]
-    m.add(sum(v for _, v in pairs) <= srv.free_gpus)
-    for field, per in RESOURCES:
+    if pairs:
+        m.add(sum(v for _, v in pairs) <= srv.free_gpus)
+    for (field, per), (_, per_shard) in zip(RESOURCES, SHARD_RESOURCES):
         cap = getattr(srv, field)
         if cap is None:
             continue
         terms = [(getattr(inst.jobs[jp], per), v) for jp, v in pairs if getattr(inst.jobs[jp], per)]
+        terms += [
+            (getattr(inst.jobs[jp], per_shard), v) for jp, v in shard_pairs or [] if getattr(inst.jobs[jp], per_shard)
+        ]
         if terms:
             m.add(sum(demand_units(c) * v for c, v in terms) <= capacity_units(cap))
 
@@ -232,7 +352,9 @@ class CpSatBackend:
         index = index_instance(instance, cutoff=cutoff)
         path = list(index.notes)
         scale = Scale.for_index(index)
-        m, x, placed, obj_terms, weight_terms = _build(index, scale, start)
+        ps_modelled = any(j.shards is not None for j in index.jobs)
+        start_shards = complete_shards(instance, start, None) if start is not None and ps_modelled else None
+        m, x, placed, obj_terms, weight_terms, modes = _build(index, scale, start, start_shards or {})
         notes = (
             f"time unit {scale.time_unit_ms:g} ms, probability unit {1 / CPSAT_PROB_UNITS:g}, "
             f"objective scale {scale.objective_scale:g}/ms"
@@ -282,5 +404,15 @@ class CpSatBackend:
             k = int(s.value(v))
             if k > 0:
                 assignment.setdefault(instance.jobs[jp].id, {})[instance.servers[sp].id] = k
+        shards: dict[str, dict[str, int]] = {}
+        for j in index.jobs:
+            if j.shards is None or j.jp not in modes:
+                continue
+            for k, us in enumerate(modes[j.jp]):
+                for mode, uv in zip(j.shards.modes[k], us):
+                    if s.value(uv):
+                        shards.setdefault(j.job_id, {})[instance.servers[int(j.shards.servers[k])].id] = mode[0]
         bound = float(s.best_objective_bound) / scale.objective_scale
-        return BackendResult(t, assignment, bound=bound, weight_proven=proven_w, exact=exact, path=path, message=notes)
+        return BackendResult(
+            t, assignment, bound=bound, weight_proven=proven_w, exact=exact, path=path, message=notes, shards=shards
+        )

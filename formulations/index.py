@@ -11,6 +11,15 @@ The expected maximum of independent distributions is written as the tail sum
 ``P(X >= t_k) = 1 - prod_{n used} q_nk``; a server with ``q_nk = 0`` forces the term to 1.
 Both formulations are exact: no approximation error.
 
+Parameter-server jobs (:class:`ShardIndex`): the push/pull phase is a second expected
+maximum over the servers that may hold shards.  Its cost on server ``m`` depends on the
+shards there, the job's workers there and the home's bandwidth, so each server chooses one
+*mode* ``(shards, workers there, home)`` of cost ``c`` (``rules.ps_comm_ms``) or none, and
+``P(c_m S_m < t) = 1 - sum_c r_mc (1 - F_m(t / c))`` is linear in the one-hot ``r``: the same
+tail sum and product chain as the compute phase, exact.  When the modes of all jobs would
+make more than :data:`PS_EXACT_TERMS` chain terms, the phase is priced by its floor
+(``rules.ps_floor_ms``, a valid bound) and the shards are left to the shard rule.
+
 Two reductions (``index_instance(cutoff=..., aggregate=...)``): job-server pairs that cannot
 be part of a placement better than a known one are pruned, and classes of interchangeable
 servers can be aggregated into *units* of ``mult`` servers (a relaxation whose solutions
@@ -20,6 +29,7 @@ servers can be aggregated into *units* of ``mult`` servers (a relaxation whose s
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,19 +37,35 @@ import numpy as np
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
-from placement.problem.arrays import arrays_of
+from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.rules import (
     comm_ms,
     deadline_limit_ms,
     fastest_gbps,
+    ps_comm_ms,
     ps_floor_ms,
     singled_out_servers,
     weight_factor,
 )
+from placement.problem.shards import shard_room
 from placement.problem.state import State
 from placement.problem.topology import Cluster, cluster_of
 
-__all__ = ["Home", "JobIndex", "ProblemIndex", "index_instance", "prune_thresholds", "server_classes"]
+__all__ = [
+    "Home",
+    "JobIndex",
+    "ShardIndex",
+    "ProblemIndex",
+    "index_instance",
+    "prune_thresholds",
+    "server_classes",
+    "PS_EXACT_TERMS",
+    "start_modes",
+]
+
+PS_EXACT_TERMS = 20_000
+"""Most product-chain terms (thresholds x server modes, summed over parameter-server jobs)
+for which the models price the push/pull phase exactly (an estimate made before building)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +77,32 @@ class Home:
     """Server positions (within the job's own server list) inside this home."""
     comm_ms: float
     bandwidth_gbps: float
+
+
+@dataclass
+class ShardIndex:
+    """A parameter-server job's push/pull phase, exactly (see the module's docstring)."""
+
+    total: int
+    """Shards to place (``ps_shards``)."""
+    servers: np.ndarray
+    """Positions (in the instance) of the servers that may hold its shards."""
+    local: np.ndarray
+    """Position of each of them in the job's worker servers (``JobIndex.servers``), or -1."""
+    zcap: np.ndarray
+    """Most shards each can hold (``ps_shards``, CPU, memory)."""
+    modes: list[list[tuple[int, int, int, int]]]
+    """Per server: ``(shards, workers there, home, value index)``."""
+    values: list[np.ndarray]
+    """Per server: its distinct push/pull times ``c`` in ms at S = 1."""
+    t: np.ndarray | None = None
+    dt: np.ndarray | None = None
+    q: list[np.ndarray] | None = None
+    """Independent slowdowns: ``q[m][k, v] = P(values[m][v] S_m < t_k)``."""
+    scen: np.ndarray | None = None
+    """Scenario tables: ``scen[m, s]`` = the slowdown of server ``m`` in scenario ``s``."""
+    terms: int = 0
+    """Product-chain terms (or scenario rows) its push/pull phase takes in a model."""
 
 
 @dataclass
@@ -89,6 +141,8 @@ class JobIndex:
         return max(1, min(m, job_cap))
 
     max_servers: int | None = None
+    shards: ShardIndex | None = None
+    """A parameter-server job's push/pull phase when it is modelled exactly."""
 
 
 @dataclass
@@ -119,31 +173,57 @@ class ProblemIndex:
                 total += j.scen_time.shape[1]
             elif j.q is not None:
                 total += int((((j.q > 0) & (j.q < 1)) * bits).sum())
+            if j.shards is not None:
+                sh = j.shards
+                total += sum(len(m) for m in sh.modes)
+                if sh.q is not None:
+                    total += sum(int((q < 1).sum()) for q in sh.q)
+                elif sh.scen is not None:
+                    total += sh.scen.size
         return total
 
 
-def _homes(job: Job, cl: Cluster, instance: Instance, sps: np.ndarray, cap: np.ndarray, mult: np.ndarray) -> list[Home]:
+def _homes(
+    job: Job,
+    cl: Cluster,
+    instance: Instance,
+    sps: np.ndarray,
+    cap: np.ndarray,
+    mult: np.ndarray,
+    zroom: np.ndarray | None = None,
+) -> list[Home]:
     """The job's homes over its units ``sps`` (a unit is a server, or a class of ``mult``
-    interchangeable servers represented by its first)."""
+    interchangeable servers represented by its first).  ``zroom``: a parameter-server job's
+    shards each server can hold when its push/pull phase is modelled exactly (its homes
+    must hold the shards too, and a domain home two servers of workers or shards);
+    otherwise that phase is priced by its floor (a valid bound)."""
     local = {int(sp): i for i, sp in enumerate(sps)}
     homes: list[Home] = []
-    # a parameter-server job's push/pull phase is not modelled: its floor is (a valid bound)
-    floor = ps_floor_ms(
-        job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
-    )
+    floor = 0.0
+    if zroom is None:
+        floor = ps_floor_ms(
+            job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
+        )
 
     def comm(bw: float) -> float:
         return comm_ms(job, bw) + floor
 
     for i, sp in enumerate(sps):
-        if cap[i] >= job.workers:
+        if cap[i] >= job.workers and (zroom is None or zroom[int(sp)] >= job.shards):
             bw = instance.servers[int(sp)].intra_bandwidth_gbps
             homes.append(Home(None, (i,), comm(bw), bw))
-    if job.workers > 1:
+    if job.workers > 1 or zroom is not None:
         for d, members in enumerate(cl.domain_members):
             mem = tuple(local[int(m)] for m in members if int(m) in local)
-            if not mem or int(mult[list(mem)].sum()) < 2:
+            if not mem:
                 continue
+            if zroom is None:
+                if int(mult[list(mem)].sum()) < 2:
+                    continue
+            else:  # room for every shard, and two servers of workers or shards
+                holders = {int(m) for m in members if zroom[int(m)] > 0} | {int(sps[i]) for i in mem}
+                if int(zroom[members].sum()) < job.shards or len(holders) < 2:
+                    continue
             caps = np.repeat(cap[list(mem)], mult[list(mem)])
             if int(caps.sum()) < job.workers:
                 continue
@@ -175,6 +255,13 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
     cl = cluster_of(instance)
     probs = None if ev.scenario_probs is None else np.asarray(ev.scenario_probs)
     classes = server_classes(instance)
+    notes: list[str] = []
+    zrooms: dict[int, np.ndarray] = {}
+    if any(j.is_ps for j in instance.jobs):
+        zrooms, notes = _shard_rooms(instance, st)
+    if zrooms and aggregate:
+        aggregate = False
+        notes.append("no classes aggregated: parameter-server shards are placed server by server")
     members: dict[int, tuple[int, ...]] = {}
     hidden: set[int] = set()
     if aggregate:
@@ -182,10 +269,10 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             members[g[0]] = tuple(g)
             hidden.update(g[1:])
     thresholds = prune_thresholds(instance, cutoff) if cutoff is not None and instance.admission == "all" else None
-    notes: list[str] = []
     pruned = total = 0
     jobs: list[JobIndex] = []
     for jp, job in enumerate(instance.jobs):
+        zroom = zrooms.get(jp)
         allowed = st.allowed(jp)
         if hidden:
             allowed = allowed[~np.isin(allowed, list(hidden))]
@@ -193,7 +280,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         keep = cap > 0
         sps, cap = allowed[keep], cap[keep]
         mult = np.array([len(members.get(int(sp), (0,))) for sp in sps], dtype=np.int64)
-        homes = _homes(job, cl, instance, sps, cap, mult)
+        homes = _homes(job, cl, instance, sps, cap, mult, zroom)
         if thresholds is not None and len(sps):
             total += int(mult.sum())
             cheapest = np.full(len(sps), math.inf)
@@ -205,7 +292,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             if not ok.all():
                 pruned += int(mult[~ok].sum())
                 sps, cap, mult = sps[ok], cap[ok], mult[ok]
-                homes = _homes(job, cl, instance, sps, cap, mult)
+                homes = _homes(job, cl, instance, sps, cap, mult, zroom)
         a = np.array([ev.a(jp, int(sp)) for sp in sps])
         ji = JobIndex(
             jp=jp,
@@ -225,28 +312,24 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             jobs.append(ji)
             continue
         if probs is not None:
-            rows = []
-            for sp in sps:
-                r = ev.over_row.get((jp, int(sp)))
-                rows.append(ev.table[int(sp)] if r is None else r)
+            rows = [_row(ev, jp, int(sp)) for sp in sps]
             ji.scen_time = a[:, None] * np.asarray(rows)
             ji.scen_floor = ji.scen_time.min(axis=0)
             ji.upper_ms = float(ji.scen_time.max(axis=0) @ probs)
         else:
-            dists = [ev.over_dist.get((jp, int(sp))) or ev.dists[int(sp)] for sp in sps]
+            dists = [_dist(ev, jp, int(sp)) for sp in sps]
             t = np.unique(np.concatenate([a[i] * v for i, (v, _) in enumerate(dists)]))
             q = np.empty((len(t), len(sps)))
             for i, (v, p) in enumerate(dists):
-                cdf = np.concatenate(([0.0], np.cumsum(p)))
-                # P(a S < t) = sum of probs of values with a v < t (relative tie tolerance)
-                k = np.searchsorted(a[i] * v, t * (1 - TIE_RTOL), side="left")
-                q[:, i] = np.minimum(cdf[k], 1.0)
-            q[q > 1 - 1e-15] = 1.0
+                q[:, i] = _below(v, p, float(a[i]), t)
             ji.t = t
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
             ji.upper_ms = float(t[-1])
         ji.upper_ms += max((h.comm_ms for h in homes), default=0.0)
+        if zroom is not None and homes:
+            ji.shards = _shard_index(instance, jp, sps, cap, homes, zroom, probs)
+            ji.upper_ms += _shard_upper(ji.shards, probs)
         if not math.isfinite(ji.upper_ms):  # pragma: no cover - homes have positive bandwidth
             ji.upper_ms = 1e12
         jobs.append(ji)
@@ -266,6 +349,166 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         classes=[g for g in classes if g[0] not in members],
         units=members,
     )
+
+
+def _row(ev: EvalIndex, jp: int, sp: int) -> np.ndarray:
+    """Server ``sp``'s slowdown in each scenario, for job ``jp`` (its override, if any)."""
+    r = ev.over_row.get((jp, sp))
+    return ev.table[sp] if r is None else r
+
+
+def _dist(ev: EvalIndex, jp: int, sp: int) -> tuple[np.ndarray, np.ndarray]:
+    """Server ``sp``'s slowdown distribution (values, probs) for job ``jp``."""
+    return ev.over_dist.get((jp, sp)) or ev.dists[sp]
+
+
+def _below(v: np.ndarray, p: np.ndarray, scale: float, t: np.ndarray) -> np.ndarray:
+    """``P(scale S < t_k)`` for each point (values ``v``, probs ``p``; ties within a relative
+    tolerance count as equal, probabilities within 1e-15 of 1 as 1)."""
+    cdf = np.concatenate(([0.0], np.cumsum(p)))
+    k = np.searchsorted(scale * v, t * (1 - TIE_RTOL), side="left")
+    q = np.minimum(cdf[k], 1.0)
+    q[q > 1 - 1e-15] = 1.0
+    return q
+
+
+def _shard_rooms(instance: Instance, st: State) -> tuple[dict[int, np.ndarray], list[str]]:
+    """Per parameter-server job, the shards each server can hold (0 where its shards are not
+    allowed), when the push/pull phases of all of them together take at most
+    :data:`PS_EXACT_TERMS` chain terms (:attr:`ShardIndex.terms`, before pruning); else none
+    is modelled exactly (and classes of servers can still be aggregated)."""
+    cl = cluster_of(instance)
+    ev = arrays_of(instance)
+    probs = None if ev.scenario_probs is None else np.asarray(ev.scenario_probs)
+    n = len(instance.servers)
+    rooms: dict[int, np.ndarray] = {}
+    terms = 0
+    for jp, job in enumerate(instance.jobs):
+        if not job.is_ps:
+            continue
+        z = np.zeros(n, dtype=np.int64)
+        cand = range(n) if job.allowed_servers is None else [instance.server_pos[s] for s in job.allowed_servers]
+        for sp in cand:
+            z[sp] = min(job.shards, shard_room(job, sp, st.cpus, st.mem))
+        sps = st.allowed(jp)
+        cap = np.minimum(st.room(jp, sps), job.workers) if len(sps) else np.zeros(0, dtype=np.int64)
+        sps, cap = sps[cap > 0], cap[cap > 0]
+        homes = _homes(job, cl, instance, sps, cap, np.ones(len(sps), dtype=np.int64), z)
+        terms += _shard_index(instance, jp, sps, cap, homes, z, probs, data=False).terms
+        rooms[jp] = z
+        if terms > PS_EXACT_TERMS:
+            note = (
+                f"push/pull phases priced by their floor (over {PS_EXACT_TERMS} chain terms): "
+                "the shards by the shard rule"
+            )
+            return {}, [note]
+    return rooms, []
+
+
+def _shard_index(
+    instance: Instance,
+    jp: int,
+    sps: np.ndarray,
+    cap: np.ndarray,
+    homes: list[Home],
+    zroom: np.ndarray,
+    probs: np.ndarray | None,
+    *,
+    data: bool = True,
+) -> ShardIndex:
+    """The modes of a parameter-server job's shard servers over its homes (workers' servers
+    ``sps`` taking at most ``cap``), and with ``data`` the data of its push/pull phase's
+    expected maximum."""
+    job = instance.jobs[jp]
+    cl = cluster_of(instance)
+    ev = arrays_of(instance)
+    local = {int(sp): i for i, sp in enumerate(sps)}
+    per: dict[int, list[tuple[int, int, int, float]]] = {}
+    for h, home in enumerate(homes):
+        if home.domain is None:  # one server: every worker and every shard on it
+            sp = int(sps[home.members[0]])
+            intra = instance.servers[sp].intra_bandwidth_gbps
+            c = ps_comm_ms(job, job.shards, job.workers, home.bandwidth_gbps, intra)
+            per.setdefault(sp, []).append((job.shards, job.workers, h, c))
+            continue
+        for m in cl.domain_members[home.domain]:
+            sp = int(m)
+            if zroom[sp] <= 0:
+                continue
+            i = local.get(sp, -1)
+            top = 0 if i < 0 else int(min(cap[i], job.workers))
+            intra = instance.servers[sp].intra_bandwidth_gbps
+            for zv in range(1, int(zroom[sp]) + 1):
+                for xv in range(top + 1):
+                    c = ps_comm_ms(job, zv, xv, home.bandwidth_gbps, intra)
+                    per.setdefault(sp, []).append((zv, xv, h, c))
+    servers = sorted(per)
+    values = [np.unique([c for *_, c in per[sp]]) for sp in servers]
+    modes = [[(zv, xv, h, int(np.searchsorted(cs, c))) for zv, xv, h, c in per[sp]] for sp, cs in zip(servers, values)]
+    sh = ShardIndex(
+        total=job.shards,
+        servers=np.array(servers, dtype=np.int64),
+        local=np.array([local.get(sp, -1) for sp in servers], dtype=np.int64),
+        zcap=np.array([zroom[sp] for sp in servers], dtype=np.int64),
+        modes=modes,
+        values=values,
+    )
+    if probs is not None:
+        sh.scen = np.array([_row(ev, jp, sp) for sp in servers], dtype=float).reshape(len(servers), len(probs))
+        sh.terms = sum(len(cs) for cs in values) * (1 + len(probs))
+    else:
+        dists = [_dist(ev, jp, sp) for sp in servers]
+        t = np.unique(np.concatenate([np.outer(cs, v).ravel() for cs, (v, _) in zip(values, dists)] + [np.zeros(0)]))
+        sh.terms = len(t) * sum(len(cs) for cs in values)
+        if not data:
+            return sh
+        sh.t = t
+        sh.dt = np.diff(np.concatenate(([0.0], t)))
+        sh.q = [np.stack([_below(v, p, float(c), t) for c in cs], axis=1) for cs, (v, p) in zip(values, dists)]
+    return sh
+
+
+def start_modes(
+    instance: Instance, ji: JobIndex, alloc: Mapping[str, int], shards: Mapping[str, int]
+) -> dict[int, int]:
+    """The mode (index in ``ji.shards.modes[m]``) each shard server ``m`` takes in a start
+    whose workers are ``alloc`` and shards ``shards`` (server ids); empty when the start
+    is not one of the model's placements."""
+    sh = ji.shards
+    every = sorted({s for s, k in alloc.items() if k > 0} | {s for s, k in shards.items() if k > 0})
+    if sh is None or not every or not any(shards.values()):
+        return {}
+    pos = [instance.server_pos[s] for s in every]
+    if len(pos) == 1:
+        homes = [
+            h for h, home in enumerate(ji.homes) if home.domain is None and int(ji.servers[home.members[0]]) == pos[0]
+        ]
+    else:
+        d = cluster_of(instance).domain_of(every)
+        homes = [h for h, home in enumerate(ji.homes) if d is not None and home.domain == d.index]
+    if not homes:
+        return {}
+    out: dict[int, int] = {}
+    for m, sp in enumerate(sh.servers):
+        sid = instance.servers[int(sp)].id
+        key = (int(shards.get(sid, 0)), int(alloc.get(sid, 0)), homes[0])
+        if key[0] > 0:
+            k = next((k for k, mode in enumerate(sh.modes[m]) if mode[:3] == key), None)
+            if k is None:
+                return {}
+            out[m] = k
+    return out
+
+
+def _shard_upper(sh: ShardIndex, probs: np.ndarray | None) -> float:
+    """An upper bound on the push/pull phase's expected maximum over every placement."""
+    if not sh.servers.size:
+        return 0.0
+    if sh.scen is not None and probs is not None:
+        top = np.array([cs.max() for cs in sh.values])
+        return float((top[:, None] * sh.scen).max(axis=0) @ probs)
+    assert sh.t is not None
+    return float(sh.t[-1]) if sh.t.size else 0.0
 
 
 def prune_thresholds(instance: Instance, cutoff: float) -> np.ndarray:

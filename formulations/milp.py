@@ -23,22 +23,26 @@ import os
 import re
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from placement.formulations.index import ProblemIndex, index_instance
+from placement.formulations.index import JobIndex, ProblemIndex, index_instance, start_modes
 from placement.formulations.packing import disaggregate
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE_RTOL
-from placement.problem.rules import RESOURCES
+from placement.problem.rules import RESOURCES, SHARD_RESOURCES
+from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
 from placement.solving.backend import BackendResult, Termination
 from placement.solving.budget import Budget
 
-__all__ = ["MilpBackend", "build", "STATUS_TABLE"]
+__all__ = ["MilpBackend", "build", "STATUS_TABLE", "HIGHS_START_WITH_MODES"]
+
+HIGHS_START_WITH_MODES = False
+"""Whether HiGHS gets the start on a model with shard modes (off: see :func:`_solve`)."""
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Built:
     ints: dict[int, tuple[list[Any], list[list[tuple[int, Any]]], list[Any]]]
     """Per job its integer decisions besides ``x``: use binaries, bits of servers used per
     unit, home binaries (to hand the solver a complete integer start)."""
+    modes: dict[int, list[list[Any]]] = field(default_factory=dict)
+    """Per parameter-server job modelled exactly: per shard server, its mode binaries."""
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -69,6 +75,8 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     obj_terms: list[Any] = []
     weight_terms: list[Any] = []
     per_server: dict[int, list[tuple[int, Any]]] = {}
+    shard_terms: dict[int, list[tuple[int, Any]]] = {}
+    b_modes: dict[int, list[list[Any]]] = {}
     probs = index.scenario_probs
     for j in index.jobs:
         job = inst.jobs[j.jp]
@@ -118,9 +126,9 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
         for h, home in enumerate(j.homes):
             for i in home.members:
                 covers.setdefault(i, []).append(zs[h])
-            if home.domain is not None:
+            if home.domain is not None and j.shards is None:
                 prob += pulp.lpSum(us[i] for i in home.members) >= 2 * zs[h]
-            elif j.umax(home.members[0]) > 1:
+            elif home.domain is None and j.umax(home.members[0]) > 1:
                 i = home.members[0]
                 prob += us[i] <= 1 + (j.umax(i) - 1) * (1 - zs[h])
         for i, yv in enumerate(ys):
@@ -164,22 +172,120 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                     prob += g >= p - prev
                 terms.append(dt * g)
             expected = pulp.lpSum(terms)
+        if j.shards is not None:
+            expected = expected + _push_pull(prob, j, tag, p, xs, ys, zs, probs, shard_terms, b_modes)
         if j.time_limit_ms is not None:
             prob += expected + comm <= j.time_limit_ms
         obj_terms.append(j.factor * (expected + comm))
         weight_terms.append(j.weight * p)
     # no symmetry rows here: HiGHS detects the symmetry itself and proved library/small/calm in
     # 0.7 s without them, 1.5 s with them (CP-SAT, which gains from them, has them)
-    for sp, pairs in per_server.items():
+    for sp in sorted(set(per_server) | set(shard_terms)):
         srv = inst.servers[sp]
+        pairs = per_server.get(sp, [])
         n = len(index.units.get(sp, (sp,)))  # an aggregated class pools its capacity
-        prob += pulp.lpSum(v for _, v in pairs) <= n * srv.free_gpus
-        for field, per in RESOURCES:
-            cap = getattr(srv, field)
+        if pairs:
+            prob += pulp.lpSum(v for _, v in pairs) <= n * srv.free_gpus
+        for (res, per), (_, per_shard) in zip(RESOURCES, SHARD_RESOURCES):
+            cap = getattr(srv, res)
             terms = [getattr(inst.jobs[jp], per) * v for jp, v in pairs if getattr(inst.jobs[jp], per)]
+            terms += [
+                getattr(inst.jobs[jp], per_shard) * v
+                for jp, v in shard_terms.get(sp, [])
+                if getattr(inst.jobs[jp], per_shard)
+            ]
             if cap is not None and terms:
                 prob += pulp.lpSum(terms) <= n * cap
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints)
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints, b_modes)
+
+
+def _push_pull(
+    prob: Any,
+    j: JobIndex,
+    tag: str,
+    p: Any,
+    xs: list[Any],
+    ys: list[Any],
+    zs: list[Any],
+    probs: Any,
+    shard_terms: dict[int, list[tuple[int, Any]]],
+    b_modes: dict[int, list[list[Any]]],
+) -> Any:
+    """A parameter-server job's shards by modes (``formulations.index``), and its push/pull
+    phase's expected maximum, exactly: returns that expectation as an expression."""
+    import pulp
+
+    sh = j.shards
+    assert sh is not None
+    us_all: list[list[Any]] = []
+    count = []
+    r: list[list[Any]] = []  # per shard server, per distinct value: its mode indicator
+    for m, sp in enumerate(sh.servers):
+        u = [pulp.LpVariable(f"u_{tag}_{m}_{k}", cat="Binary") for k in range(len(sh.modes[m]))]
+        us_all.append(u)
+        v = pulp.lpSum(u)
+        prob += v <= 1
+        for h in {mode[2] for mode in sh.modes[m]}:
+            prob += pulp.lpSum(uk for uk, mode in zip(u, sh.modes[m]) if mode[2] == h) <= zs[h]
+        z = pulp.lpSum(mode[0] * uk for uk, mode in zip(u, sh.modes[m]))
+        count.append(z)
+        shard_terms.setdefault(int(sp), []).append((j.jp, z))
+        i = int(sh.local[m])
+        if i >= 0:  # the workers there are the mode's
+            local = pulp.lpSum(mode[1] * uk for uk, mode in zip(u, sh.modes[m]) if mode[1])
+            prob += xs[i] >= local
+            prob += xs[i] <= local + int(j.cap[i]) * (1 - v)
+        r.append([pulp.lpSum(uk for uk, mode in zip(u, sh.modes[m]) if mode[3] == c) for c in range(len(sh.values[m]))])
+    b_modes[j.jp] = us_all
+    prob += pulp.lpSum(count) == sh.total * p
+    if j.max_servers is not None:  # over the workers' and the shards' servers together
+        union: dict[int, list[Any]] = {}
+        for i, sp in enumerate(j.servers):
+            union.setdefault(int(sp), []).append(ys[i])
+        for m, sp in enumerate(sh.servers):
+            union.setdefault(int(sp), []).append(pulp.lpSum(us_all[m]))
+        os_ = []
+        for sp, parts in union.items():
+            o = pulp.LpVariable(f"o_{tag}_{sp}", cat="Binary")
+            for part in parts:
+                prob += o >= part
+            os_.append(o)
+        prob += pulp.lpSum(os_) <= j.max_servers
+    if sh.scen is not None:
+        taus = []
+        for s, ps in enumerate(probs):
+            tau = pulp.LpVariable(f"tau2_{tag}_{s}", 0)
+            for m in range(len(sh.servers)):
+                row = [(float(c) * float(sh.scen[m, s]), rc) for c, rc in zip(sh.values[m], r[m]) if c > 0]
+                if row:
+                    prob += tau >= pulp.lpSum(v * rc for v, rc in row)
+            taus.append(float(ps) * tau)
+        return pulp.lpSum(taus)
+    assert sh.t is not None and sh.dt is not None and sh.q is not None
+    terms = []
+    for k in range(len(sh.t)):
+        dt = float(sh.dt[k])
+        if dt <= 0:
+            continue
+        links = [[(1.0 - float(q), rc) for q, rc in zip(sh.q[m][k], r[m]) if q < 1] for m in range(len(sh.servers))]
+        if not any(links):
+            continue  # no mode reaches t_k
+        g = pulp.LpVariable(f"G2_{tag}_{k}", 0, 1)
+        prev: Any = p
+        for m, link in enumerate(links):
+            if not link:
+                continue
+            ws = []
+            for c, (drop, rc) in enumerate(link):
+                w = pulp.LpVariable(f"w2_{tag}_{k}_{m}_{c}", 0, 1)
+                prob += w >= prev + rc - 1
+                ws.append(drop * w)
+            pi = pulp.LpVariable(f"pi2_{tag}_{k}_{m}", 0, 1)
+            prob += pi == prev - pulp.lpSum(ws)
+            prev = pi
+        prob += g >= p - prev
+        terms.append(dt * g)
+    return pulp.lpSum(terms)
 
 
 STATUS_TABLE: dict[tuple[int, int], Termination] = {
@@ -255,8 +361,12 @@ def _solve(
 
     t0 = time.monotonic()
     b = build(index, index.instance.name)
-    if start is not None:
-        _warm(b, index.instance, start)
+    # HiGHS 1.16 handed a start on a model with shard modes has reported an incumbent
+    # objective below the model's optimum for the start's own columns (found on random tiny
+    # parameter-server instances): such models are solved without a start by HiGHS
+    warm = backend != "highs" or not b.modes or HIGHS_START_WITH_MODES
+    if start is not None and warm:
+        _warm(b, index.instance, start, complete_shards(index.instance, start, None) if b.modes else None)
     # PuLP hands the model to the solver (and reads the solution back) after the solver's
     # clock is set: about 0.5x our build time on large models, kept off the solver's limit
     overhead = 0.6 * (time.monotonic() - t0)
@@ -274,7 +384,7 @@ def _solve(
         if index.best_effort:
             b.prob.setObjective(-1 * b.weight)
             with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, start is not None))
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, warm and start is not None))
             st = termination()
             path.append(f"phase1(weight):{st}")
             if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
@@ -284,9 +394,16 @@ def _solve(
             b.prob += b.weight >= w_star - SOLVER_FEASIBILITY_TOL, "keep_weight"
         b.prob.setObjective(b.objective)
         with native_stdout_silenced():
-            b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, True))
+            b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, warm))
         st = termination()
         path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
+        if backend == "highs" and st in (Termination.OPTIMAL, Termination.FEASIBLE):
+            said = float(b.prob.solverModel.getInfo().objective_function_value)
+            holds = float(pulp.value(b.objective) or 0.0)
+            if abs(said - holds) > MILP_GAP_REL * max(1.0, abs(holds)) + SOLVER_FEASIBILITY_TOL:
+                # a solver whose incumbent is not the solution it returns proves nothing
+                path.append(f"HiGHS reported {said:.9g} for a solution worth {holds:.9g}: status and bound dropped")
+                return Termination.FEASIBLE, b, None, False
         return st, b, (None if st is Termination.INFEASIBLE else _bound(backend, b, log, st)), proven_w
     finally:
         if log and os.path.exists(log):
@@ -331,6 +448,7 @@ class MilpBackend:
         path = list(index.notes)
         bound: float | None = None
         assignment = None
+        shards: Assignment | None = None
         while True:
             st, b, solver_bound, proven_w = _solve(
                 index, self.solver, budget.end, threads, start if self.warm else None, path
@@ -340,18 +458,20 @@ class MilpBackend:
             if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
                 break
             assignment, hard = _extract(b, instance)
+            shards = _shards(b, instance) if assignment is not None else None
             if hard:
                 path.append(f"{len(hard)} class(es) packed by CP-SAT")
             if assignment is not None or not index.units or budget.left() < 0.5:
                 break
             path.append("a class could not be packed: unaggregated model")
             index = index_instance(instance, cutoff=cutoff, aggregate=False)
-        return BackendResult(st, assignment, bound=bound, weight_proven=proven_w, path=path)
+        return BackendResult(st, assignment, bound=bound, weight_proven=proven_w, path=path, shards=shards)
 
 
-def _warm(b: Built, instance: Instance, start: Assignment) -> None:
-    """Initial values of every integer variable from ``start`` (workers, use, bits of the
-    servers used per class, home); the solver completes the continuous ones."""
+def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | None) -> None:
+    """Initial values of every integer variable from ``start`` and its ``shards`` (workers,
+    use, bits of the servers used per class, home, shard modes); the solver completes the
+    continuous ones."""
     units = b.index.units
     cl = cluster_of(instance)
     for j in b.index.jobs:
@@ -372,8 +492,10 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
                     bv.setInitialValue(1 if u & c else 0)
         if not alloc or not zs:
             continue
-        if len(alloc) == 1:
-            sp = instance.server_pos[next(iter(alloc))]
+        zalloc = {instance.server_pos[sid]: k for sid, k in (shards or {}).get(j.job_id, {}).items() if k > 0}
+        every = set(alloc) | {instance.servers[sp].id for sp in zalloc}
+        if len(every) == 1:
+            sp = instance.server_pos[next(iter(every))]
             rep = next((int(r) for r in j.servers if sp in units.get(int(r), (int(r),))), None)
             want = [
                 h
@@ -381,10 +503,28 @@ def _warm(b: Built, instance: Instance, start: Assignment) -> None:
                 if home.domain is None and rep is not None and int(j.servers[home.members[0]]) == rep
             ]
         else:
-            d = cl.domain_of(alloc)
+            d = cl.domain_of(sorted(every))
             want = [h for h, home in enumerate(j.homes) if d is not None and home.domain == d.index]
         for h, zv in enumerate(zs):
             zv.setInitialValue(1 if want and h == want[0] else 0)
+        if j.jp in b.modes:
+            chosen = start_modes(instance, j, alloc, (shards or {}).get(j.job_id, {}))
+            for m, us in enumerate(b.modes[j.jp]):
+                for k, uv in enumerate(us):
+                    uv.setInitialValue(1 if chosen.get(m) == k else 0)
+
+
+def _shards(b: Built, instance: Instance) -> Assignment:
+    """The shards of the parameter-server jobs the model placed, from their modes."""
+    out: dict[str, dict[str, int]] = {}
+    for j in b.index.jobs:
+        if j.jp not in b.modes or j.shards is None:
+            continue
+        for m, us in enumerate(b.modes[j.jp]):
+            for mode, uv in zip(j.shards.modes[m], us):
+                if (uv.varValue or 0.0) > 0.5:
+                    out.setdefault(j.job_id, {})[instance.servers[int(j.shards.servers[m])].id] = mode[0]
+    return out
 
 
 def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:

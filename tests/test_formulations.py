@@ -190,12 +190,16 @@ def test_interchangeable_servers_are_grouped_and_cpsat_still_matches_the_oracle(
     assert sol.objective == pytest.approx(oracle.objective, rel=1e-4)
 
 
-@settings(max_examples=15)
+@settings(max_examples=20)
 @given(instances(max_servers=4, max_jobs=2, max_gpus=2, parameter_servers=True))
-def test_on_parameter_server_jobs_exact_methods_stay_honest_against_the_oracle(inst):
-    """The exact models price a parameter-server job's compute phase only: their answer is
-    valid, never below brute force's optimum (which enumerates the shards), claims no
-    optimality it has not proven, and its bound stays below that optimum."""
+def test_on_parameter_server_jobs_exact_methods_agree_with_the_oracle(inst):
+    """The exact models price a parameter-server job's push/pull phase exactly (shard modes)
+    on instances this small: they reach brute force's optimum (which enumerates every shard
+    placement), return its shards, claim what brute force proves, and their bound stays
+    below that optimum."""
+    from placement.formulations.index import index_instance
+
+    assert all(j.shards is not None for j in index_instance(inst).jobs if inst.jobs[j.jp].is_ps and j.homes)
     oracle = placement.solve(inst, "brute_force", time_limit_s=60)
     check_solution(inst, oracle)
     for spec in EXACT:
@@ -203,9 +207,12 @@ def test_on_parameter_server_jobs_exact_methods_stay_honest_against_the_oracle(i
             continue
         sol = placement.solve(inst, spec.name, time_limit_s=30)
         check_solution(inst, sol)
-        if oracle.objective is not None and sol.objective is not None and oracle.status == Status.OPTIMAL:
-            assert sol.objective >= oracle.objective * (1 - 1e-6) - 1e-9, spec.name
+        if spec.name == "cpsat" and oracle.status == Status.OPTIMAL and sol.status == Status.FEASIBLE:
+            assert "above tolerance" in sol.stats.get("message", ""), sol.stats
+        else:
+            assert sol.status == oracle.status, (spec.name, sol.stats)
+        if oracle.objective is not None:
+            assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), (spec.name, sol.stats)
             if sol.bound is not None:
                 assert sol.bound <= oracle.objective * (1 + 1e-6) + 1e-9, spec.name
-            if sol.status == Status.OPTIMAL:
-                assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), spec.name
+            assert "shards_placed_by" not in sol.stats, spec.name

@@ -446,3 +446,56 @@ def test_the_lower_bound_of_a_parameter_server_job_is_below_every_placement_of_i
         if jid not in broken:
             lb = job_lower_bound(inst, inst.job_pos[jid])
             assert lb <= r.expected_iteration_ms * (1 + 1e-9) + 1e-9, (jid, lb, r.expected_iteration_ms)
+
+
+def test_exact_models_prove_the_bundled_tiny_optimum_with_their_own_shards():
+    inst = placement.load_bundled("ps-tiny")
+    optimum = inst.metadata["optimum"]
+    for name in ("cpsat", "milp_highs", "milp_cbc"):
+        spec = placement.get_method(name)
+        if not spec.available:
+            continue
+        sol = placement.solve(inst, spec.name, time_limit_s=60)
+        check_solution(inst, sol)
+        assert sol.status.value == "optimal", (spec.name, sol.stats)
+        assert sol.objective == pytest.approx(optimum, rel=1e-9), spec.name
+        assert sol.bound <= optimum * (1 + 1e-6)
+        assert "shards_placed_by" not in sol.stats
+        assert not any("shard rule" in p for p in sol.stats["path"]), sol.stats["path"]
+
+
+def test_past_the_mode_budget_the_push_pull_phase_is_floored_and_said_so():
+    from placement.formulations.index import index_instance
+
+    inst = placement.load_bundled("ps256")
+    ix = index_instance(inst, aggregate=True)
+    assert any("priced by their floor" in n for n in ix.notes)
+    assert all(j.shards is None for j in ix.jobs)
+    assert ix.units  # classes stay aggregated
+    small = placement.load_bundled("ps-tiny")
+    tiny = index_instance(small, aggregate=True)
+    assert not tiny.units
+    assert [j.job_id for j in tiny.jobs if j.shards is not None] == [j.id for j in small.jobs if j.is_ps]
+
+
+def test_milp_highs_stays_honest_when_handed_a_start_on_shard_modes(monkeypatch):
+    """HiGHS 1.16, handed a start on a model with shard modes, has reported an incumbent
+    objective below the model's optimum: whatever HiGHS does, the outcome claims only what
+    holds (here with the start forced on)."""
+    import placement.formulations.milp as milp
+
+    if not placement.get_method("milp_highs").available:
+        pytest.skip("highspy not installed")
+    monkeypatch.setattr(milp, "HIGHS_START_WITH_MODES", True)
+    for seed in (3, 7, 12, 14):
+        inst = generate(
+            racks=1, servers_per_rack=3, gpus_per_server=2, jobs=3, job_mix="small", seed=seed, ps_fraction=0.67
+        )
+        oracle = placement.solve(inst, "brute_force")
+        sol = placement.solve(inst, "milp_highs", time_limit_s=30)
+        check_solution(inst, sol)
+        assert sol.objective >= oracle.objective * (1 - 1e-9)
+        if sol.bound is not None:
+            assert sol.bound <= oracle.objective * (1 + 1e-6)
+        if sol.status.value == "optimal":
+            assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), sol.stats

@@ -12,13 +12,15 @@ from placement.problem.shards import complete_shards
 __all__ = ["placement_key", "best_placement"]
 
 
-def placement_key(instance: Instance, assignment: Assignment | None) -> tuple[float, float]:
+def placement_key(
+    instance: Instance, assignment: Assignment | None, shards: Assignment | None = None
+) -> tuple[float, float]:
     """Lexicographic key (smaller is better): (-weight placed, objective); invalid: inf.
-    Parameter-server jobs are ranked with the shards the shard rule gives them (as the
-    driver will place them)."""
+    Parameter-server jobs are ranked with their ``shards``, those left out with the shards
+    the shard rule gives them (as the driver will place them)."""
     if assignment is None:
         return (math.inf, math.inf)
-    shards = complete_shards(instance, assignment, None)
+    shards = complete_shards(instance, assignment, shards)
     if validate(instance, assignment, shards=shards):
         return (math.inf, math.inf)
     ev = evaluate(instance, assignment, shards)

@@ -12,16 +12,17 @@ answer back to servers (:class:`~placement.solving.backend.Backend`).
    placement within its tolerance), ``infeasible`` only when its model is exact and
    unpruned; with ``best_effort``, a bound only with a proof.
 
-Parameter-server jobs: the models price their compute phase only (their push/pull phase is
-0 in ``rules.comm_ms``), so a model's bound stays a valid lower bound; their shards are
-placed by the shard rule, here for the checks and in the driver for the answer, which then
-claims no optimality.
+Parameter-server jobs: a model prices their push/pull phase exactly and returns their
+shards (:attr:`BackendResult.shards`) when the modes stay small
+(``formulations.index.PS_EXACT_TERMS``); otherwise it prices that phase by a floor, which
+keeps its bound valid, the shard rule places their shards, and the model's own optimum is no
+longer trusted: ``optimal`` then needs the exact objective within tolerance of the bound.
 """
 
 from __future__ import annotations
 
 from placement.evaluation.evaluate import evaluate
-from placement.evaluation.ranking import best_placement
+from placement.evaluation.ranking import placement_key
 from placement.evaluation.validate import validate
 from placement.formulations.cpsat import CpSatBackend
 from placement.formulations.milp import MilpBackend
@@ -58,6 +59,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         infeasible: bool = False,
         bound: float | None = None,
         message: str | None = None,
+        shards: Assignment | None = None,
     ) -> Outcome:
         return Outcome(
             assignment,
@@ -68,6 +70,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
             backend=backend.name,
             backend_version=backend.version(),
             message=message,
+            shards=shards,
         )
 
     bound = res.bound
@@ -80,7 +83,8 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
             return done(start, message="the pruned model was reported infeasible; returned the start")
         return done(None, infeasible=res.exact and not best_effort, message=res.message)
     assignment = res.assignment
-    if assignment is not None and validate(instance, assignment, shards=complete_shards(instance, assignment, None)):
+    shards = complete_shards(instance, assignment, res.shards) if assignment is not None else None
+    if assignment is not None and validate(instance, assignment, shards=shards):
         # only a relaxed row (CP-SAT's rounded deadline) can let this happen
         path.append("invalid after rounding")
         assignment = None
@@ -91,21 +95,28 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
             f"; {res.message}" if res.message else ""
         )
         return done(start, bound=None if best_effort else bound, message=why)
-    if best_placement(instance, assignment, start)[0] == 1:
+    # the shards the model did not price exactly are the shard rule's: its optimum is then
+    # only a bound for them
+    ruled = sorted(set(shards or {}) - set(res.shards or {}))
+    if ruled:
+        path.append(f"shards of {len(ruled)} parameter-server job(s) by the shard rule")
+    if placement_key(instance, start) < placement_key(instance, assignment, shards):
         path.append("start better than incumbent: returned start")
         assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
-    true = evaluate(instance, assignment, complete_shards(instance, assignment, None)).objective
+        shards = complete_shards(instance, assignment, None)
+        ruled = sorted(shards)
+    true = evaluate(instance, assignment, shards).objective
     gap_ok = bound is not None and true - bound <= backend.optimal_rtol * max(1.0, abs(true))
-    proven = res.termination is Termination.OPTIMAL and (backend.trust_status or gap_ok)
+    proven = res.termination is Termination.OPTIMAL and ((backend.trust_status and not ruled) or gap_ok)
     optimal = res.exact and res.weight_proven and (proven or (cutoff is not None and gap_ok))
     message = res.message
-    if res.termination is Termination.OPTIMAL and not optimal and not best_effort and bound is not None:
+    if res.termination is Termination.OPTIMAL and not optimal and bound is not None:
         message = (message + "; " if message else "") + (
             f"optimal for the backend's model, exact gap {true - bound:.3g} above tolerance"
         )
     if best_effort and not optimal:
         bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
-    return done(assignment, optimal=optimal, bound=bound, message=message)
+    return done(assignment, optimal=optimal, bound=bound, message=message, shards=shards)
 
 
 def cpsat(instance: Instance, opts: Options) -> Outcome:

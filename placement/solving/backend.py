@@ -52,6 +52,10 @@ class BackendResult:
     optimality carry over (CP-SAT's integer capacity rows are stricter otherwise)."""
     path: list[str] = field(default_factory=list)
     message: str | None = None
+    shards: Assignment | None = None
+    """The shards of the parameter-server jobs whose push/pull phase the model priced
+    exactly; the others' are left to the shard rule, and the model's objective is then
+    only a bound for them."""
 
 
 class Backend(Protocol):
