@@ -353,6 +353,18 @@ def _bound(backend: str, b: Built, log: str | None, status: Termination) -> floa
     return None
 
 
+def _agrees(backend: str, b: Built, holds: float, path: list[str]) -> bool:
+    """Whether the solver's incumbent objective is that of the solution it returned,
+    ``holds`` (HiGHS 1.16 handed a start has reported one below it; CBC: not checked)."""
+    if backend != "highs":
+        return True
+    said = float(b.prob.solverModel.getInfo().objective_function_value)
+    if abs(said - holds) <= MILP_GAP_REL * max(1.0, abs(holds)) + SOLVER_FEASIBILITY_TOL:
+        return True
+    path.append(f"HiGHS reported {said:.9g} for a solution worth {holds:.9g}")
+    return False
+
+
 def _solve(
     index: ProblemIndex, backend: str, t_end: float, threads: int, start: Assignment | None, path: list[str]
 ) -> tuple[Termination, Built, float | None, bool]:
@@ -390,19 +402,22 @@ def _solve(
             if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
                 return st, b, None, False
             w_star = float(pulp.value(b.weight) or 0.0)
-            proven_w = st is Termination.OPTIMAL
+            proven_w = st is Termination.OPTIMAL and _agrees(backend, b, -w_star, path)
             b.prob += b.weight >= w_star - SOLVER_FEASIBILITY_TOL, "keep_weight"
         b.prob.setObjective(b.objective)
-        with native_stdout_silenced():
-            b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, warm))
-        st = termination()
-        path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
-        if backend == "highs" and st in (Termination.OPTIMAL, Termination.FEASIBLE):
-            said = float(b.prob.solverModel.getInfo().objective_function_value)
-            holds = float(pulp.value(b.objective) or 0.0)
-            if abs(said - holds) > MILP_GAP_REL * max(1.0, abs(holds)) + SOLVER_FEASIBILITY_TOL:
-                # a solver whose incumbent is not the solution it returns proves nothing
-                path.append(f"HiGHS reported {said:.9g} for a solution worth {holds:.9g}: status and bound dropped")
+        for attempt in (warm, False):
+            with native_stdout_silenced():
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, attempt))
+            st = termination()
+            path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
+            if backend != "highs" or st not in (Termination.OPTIMAL, Termination.FEASIBLE):
+                break
+            if _agrees(backend, b, float(pulp.value(b.objective) or 0.0), path):
+                break
+            # a solver whose incumbent is not the solution it returns proves nothing: once
+            # more without a start, else the solution without status or bound
+            if not attempt or time.monotonic() > t_end - 0.1:
+                path.append("status and bound dropped")
                 return Termination.FEASIBLE, b, None, False
         return st, b, (None if st is Termination.INFEASIBLE else _bound(backend, b, log, st)), proven_w
     finally:
