@@ -32,7 +32,9 @@ def expected_time_by_enumeration(instance: Instance, job_id: str, alloc: dict[st
     srv = [instance.server_by_id[s] for s in alloc]
     a = [job.compute_ms / job.speed(s.gpu_type) for s in srv]
     bw = widest(instance, list(alloc))
-    comm = 0.0 if job.workers == 1 else 2 * (job.workers - 1) / job.workers * 8 * job.gradient_mb / bw
+    # a parameter-server job has no all-reduce; without shards its push/pull phase is left
+    # out (test_ps.py enumerates it with the shards)
+    comm = 0.0 if job.workers == 1 or job.is_ps else 2 * (job.workers - 1) / job.workers * 8 * job.gradient_mb / bw
     ideal = max(a)
     if instance.scenarios is None:
         dists = []

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import placement
 from placement.evaluation import evaluate, lower_bound, monte_carlo
 from placement.instances.generate import generate
-from placement.testing import assignments, instances
+from placement.testing import assignments, instances, shard_placements
 
 
 @given(st.data())
@@ -129,3 +129,42 @@ def test_evaluates_a_thousand_jobs_on_a_thousand_servers():
             one.jobs[jid].expected_iteration_ms, ev.jobs[jid].expected_iteration_ms, rel_tol=1e-12
         )
     assert np.isfinite(ev.objective)
+
+
+@given(st.data())
+def test_every_job_lower_bound_is_below_every_placement_of_that_job(data):
+    """``job_lower_bound`` (one server, or k >= 2 servers with the spread bound) against the
+    exact expected time of any placement of the job, all-reduce and parameter-server alike."""
+    from placement.evaluation import job_lower_bound
+
+    inst = data.draw(instances(max_servers=5, max_jobs=3, max_gpus=3, parameter_servers=None))
+    x = data.draw(assignments(inst))
+    z = data.draw(shard_placements(inst, x))
+    broken = {v.job for v in placement.validate(inst, x, shards=z) if v.kind in ("max_servers", "unreachable")}
+    ev = placement.evaluate(inst, x, z)
+    for jid, r in ev.jobs.items():
+        if jid not in broken:
+            lb = job_lower_bound(inst, inst.job_pos[jid])
+            assert lb <= r.expected_iteration_ms * (1 + 1e-9) + 1e-9, (jid, lb, r.expected_iteration_ms)
+
+
+@given(instances(max_servers=5, max_jobs=1, max_gpus=2), st.integers(1, 5))
+def test_the_spread_bound_is_below_the_best_k_servers(inst, k):
+    """Against an enumeration of every set of k or more usable servers."""
+    import itertools
+
+    from placement.evaluation.bounds import spread_lower_bound
+    from placement.problem.arrays import arrays_of
+
+    idx = arrays_of(inst)
+    usable = [sp for sp in range(len(inst.servers)) if np.isfinite(idx.job_a(0)[sp]) and inst.servers[sp].free_gpus > 0]
+    lb = spread_lower_bound(inst, 0, k)
+    if len(usable) < k:
+        assert lb == math.inf
+        return
+    best = min(
+        float(idx.expected_max([(0, list(c))])[0][0])
+        for size in range(k, len(usable) + 1)
+        for c in itertools.combinations(usable, size)
+    )
+    assert lb <= best * (1 + 1e-9) + 1e-9

@@ -8,37 +8,157 @@ import math
 import numpy as np
 
 from placement.model.records import Instance
-from placement.model.tolerances import BOUND_RTOL
-from placement.problem.arrays import arrays_of
+from placement.model.tolerances import BOUND_RTOL, TIE_RTOL
+from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.rules import comm_ms, fastest_gbps, ps_floor_ms, weight_factor
 from placement.problem.topology import cluster_of
 
-__all__ = ["job_lower_bound", "lower_bound", "reportable_bound"]
+__all__ = ["job_lower_bound", "comm_lower_bound", "spread_lower_bound", "lower_bound", "reportable_bound"]
 
 
 def job_lower_bound(instance: Instance, jp: int) -> float:
-    """A valid lower bound on ``E[T_j]`` over every feasible placement of job ``jp``:
-    ``max_n E[a_n S_n] >= min_n E[a_n S_n]`` over allowed servers, plus the all-reduce time
-    (a parameter-server job: its push/pull floor, :func:`rules.ps_floor_ms`) at the widest
-    bandwidth any server set able to hold the gang offers."""
+    """A valid lower bound on ``E[T_j]`` over every feasible placement of job ``jp``, the
+    lesser of two cases (a parameter-server job adds its push/pull floor,
+    :func:`rules.ps_floor_ms`):
+
+    - one server: ``min_n E[a_n S_n] + C(intra_n)`` over servers with room for the gang;
+    - ``k >= 2`` servers, ``k`` at least ``ceil(W / most free GPUs of a server)``: the
+      expected maximum over any ``k`` servers is at least :func:`spread_lower_bound`'s, plus
+      the all-reduce time at the widest bandwidth of a domain with room for the gang.
+    """
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     cl = cluster_of(instance)
     free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus, 0)
     if not free.any():
         return math.inf
-    best_compute = float(idx.job_score(jp)[free > 0].min())
-    floor = ps_floor_ms(
+    score = idx.job_score(jp)
+    floor = _ps_floor(instance, jp)
+    if job.workers == 1:
+        return float(score[free > 0].min()) + floor
+    whole = np.flatnonzero(free >= job.workers)
+    single = math.inf
+    if len(whole):
+        bws, inv = np.unique(cl.intra_bandwidth[whole], return_inverse=True)
+        single = float((score[whole] + np.array([comm_ms(job, float(b)) for b in bws])[inv]).min())
+    multi = math.inf
+    k = max(2, -(-job.workers // int(free.max())))
+    if cl.domains and int((free > 0).sum()) >= k:
+        concat, offsets = cl.domain_concat
+        room = np.add.reduceat(free[concat], offsets)
+        wide = [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers and len(d.servers) >= k]
+        if wide:  # the maximum is also at least each used server's expectation
+            spread = max(spread_lower_bound(instance, jp, k), float(score[free > 0].min()))
+            multi = spread + comm_ms(job, max(wide))
+    return min(single, multi) + floor
+
+
+SPREAD_MAX_GROUPS = 64
+""":func:`spread_lower_bound` gives up (no bound) past this many kinds of servers (same
+``a`` and distribution) for a job: its cost is support points x kinds."""
+
+
+def _dist_codes(idx: EvalIndex) -> np.ndarray:
+    """Per server, a code shared by servers with the same slowdown distribution (memoised)."""
+    codes = getattr(idx, "_spread_codes", None)
+    if codes is None:
+        seen: dict[tuple[bytes, bytes], int] = {}
+        codes = np.array([seen.setdefault((v.tobytes(), p.tobytes()), len(seen)) for v, p in idx.dists], dtype=np.int64)
+        idx._spread_codes = codes  # type: ignore[attr-defined]
+    return codes
+
+
+def _ps_floor(instance: Instance, jp: int) -> float:
+    job = instance.jobs[jp]
+    if not job.is_ps:
+        return 0.0
+    return ps_floor_ms(
         job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
     )
+
+
+def comm_lower_bound(instance: Instance, jp: int) -> float:
+    """A lower bound on job ``jp``'s communication time alone (``C_j``, or a parameter-server
+    job's push/pull floor) over every feasible placement: at the widest bandwidth of a server
+    or domain with room for the gang (what the transportation LP adds to its compute part)."""
+    idx = arrays_of(instance)
+    job = instance.jobs[jp]
+    cl = cluster_of(instance)
+    free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus, 0)
+    if not free.any():
+        return math.inf
+    floor = _ps_floor(instance, jp)
     if job.workers == 1:
-        return best_compute + floor
+        return floor
     bws = list(cl.intra_bandwidth[free >= job.workers])
     if cl.domains:
         concat, offsets = cl.domain_concat
         room = np.add.reduceat(free[concat], offsets)
         bws += [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers]
-    return best_compute + comm_ms(job, max(bws, default=0.0)) + floor
+    return comm_ms(job, max(bws, default=0.0)) + floor
+
+
+def spread_lower_bound(instance: Instance, jp: int, k: int) -> float:
+    """A lower bound on ``E[max_{n in V} a_n S_n]`` over every set ``V`` of at least ``k``
+    servers job ``jp`` may use (free GPUs, allowed): independent slowdowns give
+    ``P(max_V <= t) <= the product of the k largest P(a_n S_n <= t)``, so
+    ``E >= sum_i (t_i - t_{i-1}) (1 - that product at t_{i-1})`` over the support points;
+    scenario tables give, per scenario, at least the k-th smallest ``a_n S_ns``.  Servers
+    with the same ``a`` and distribution are counted together."""
+    idx = arrays_of(instance)
+    job = instance.jobs[jp]
+    own = idx.over_servers.get(jp, set())
+    if own or job.allowed_servers is not None or job.compute_ms <= 0:
+        return _spread(instance, jp, idx.job_a(jp), k)
+    # E[max a S] is compute_ms x E[max S / speed]: one value per speed profile and k
+    memo: dict[tuple[object, ...], float] = idx.__dict__.setdefault("_spread_memo", {})
+    key = (tuple(job.speed(t) or 0.0 for t in idx.type_names), k)
+    if key not in memo:
+        memo[key] = _spread(instance, jp, idx.job_a(jp) / job.compute_ms, k)
+    return job.compute_ms * memo[key]
+
+
+def _spread(instance: Instance, jp: int, a: np.ndarray, k: int) -> float:
+    idx = arrays_of(instance)
+    sps = np.flatnonzero(np.isfinite(a) & (cluster_of(instance).free_gpus > 0))
+    if len(sps) < k:
+        return math.inf
+    own = idx.over_servers.get(jp, set())
+    if idx.scenario_probs is not None:
+        rows = idx.table[sps] * a[sps, None]
+        for i, sp in enumerate(sps):
+            if int(sp) in own:
+                r = idx.over_row.get((jp, int(sp)))
+                if r is not None:
+                    rows[i] = a[sp] * r
+        kth = np.partition(rows, k - 1, axis=0)[k - 1]
+        return float(kth @ idx.scenario_probs)
+    codes = _dist_codes(idx).copy()
+    for k2, osp in enumerate(sorted(own)):
+        codes[osp] = -1 - k2  # a job's own estimate: its own group
+    _, first, counts = np.unique(
+        np.stack([a[sps], codes[sps].astype(float)], axis=1), axis=0, return_index=True, return_counts=True
+    )
+    if len(first) > SPREAD_MAX_GROUPS:
+        return -math.inf  # too many kinds of servers to be worth it here: no bound
+    reps = [int(sps[i]) for i in first]
+    dists = [idx.over_dist.get((jp, q)) or idx.dists[q] for q in reps]
+    t = np.unique(np.concatenate([a[q] * v for q, (v, _) in zip(reps, dists)]))
+    # F[i, g] = P(a S <= t_i), ties counted in (a larger F keeps the bound valid)
+    F = np.empty((len(t), len(reps)))
+    for g, (rep, (v, p)) in enumerate(zip(reps, dists)):
+        cdf = np.concatenate(([0.0], np.cumsum(p)))
+        F[:, g] = np.minimum(cdf[np.searchsorted(a[rep] * v, t * (1 + TIE_RTOL), side="right")], 1.0)
+    order = np.argsort(-F, axis=1, kind="stable")
+    Fs = np.take_along_axis(F, order, axis=1)
+    cs = counts[order]
+    before = np.cumsum(cs, axis=1) - cs
+    take = np.clip(k - before, 0, cs)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(take > 0, take * np.log(Fs), 0.0)
+    prod = np.exp(logs.sum(axis=1))  # at each t_i: the product of the k largest F
+    below = np.concatenate(([0.0], prod[:-1]))  # P(max <= t) on [t_{i-1}, t_i), at most
+    return float((np.diff(np.concatenate(([0.0], t))) * (1.0 - below)).sum())
 
 
 def lower_bound(instance: Instance) -> float | None:
