@@ -1,18 +1,30 @@
-"""A capacity-aware lower bound for large instances: the transportation LP over server
-classes.
+"""A capacity-aware lower bound for large instances: the home-aware transportation LP over
+server classes.
 
-For any placement, ``E[T_j] >= max_{n used} E[a_jn S_n] >= (1/W_j) sum_n x_jn E[a_jn S_n]``
-(the maximum is at least the worker-weighted average), and ``C_j`` is at least its value
-at the widest bandwidth a set able to hold the gang has (``comm_lower_bound``); also
-``E[T_j] >= job_lower_bound`` (one server, or the spread bound of ``k`` servers).  So with
-``e_j >= average + comm_j`` and ``e_j >= job_lower_bound``, minimising ``sum_j f_j e_j``
-over *fractional* worker counts with the servers' free GPUs as capacities is an LP whose
-optimum is a valid lower bound on the objective of every placement that places all jobs
-(at least the plain transportation LP's, and at least the sum of the per-job bounds).  Servers are aggregated into classes of equal GPU type and expected
-slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by at most
-that step); servers a job restricts or overrides stay singletons.  Solved by HiGHS
-(highspy) directly; the reported bound is the LP optimum times ``1 - 1e-7`` (its
-tolerance).
+Every placement of job ``j`` is either on **one server** ``n`` (``E[T_j] >= E[a_jn S_n] +
+C_j(intra_n)``) or on **two or more servers** whose smallest bandwidth domain has bandwidth
+``b`` (``E[T_j] >= (1/W_j) sum_n x_jn E[a_jn S_n] + C_j(b)``: the expected maximum is at least
+the worker-weighted average); a parameter-server job adds its push/pull floor.  Also
+``E[T_j] >= job_lower_bound`` (one server, or the spread bound of ``k`` servers).  The LP:
+
+- per job, a convex combination of *single-server* options ``s_jc`` (a class ``c`` whose
+  servers have room for the whole gang; they use ``W_j`` of the class's GPUs) and *tiers*
+  ``t_jb`` (a bandwidth ``b`` of some domain with room for the gang), with fractional
+  workers ``x_jc`` for the tiers (``sum_c x_jc = W_j sum_b t_jb``);
+- the classes' free GPUs as capacities, shared by both kinds;
+- ``e_j >= the option costs above``; again with the tiers' average replaced by the spread
+  bound of ``k >= 2`` servers (:func:`spread_lower_bound`); and ``e_j >= job_lower_bound``;
+  minimise ``sum_j f_j e_j``.
+
+Any placement that places every job is a feasible point of equal or higher cost, so the LP
+optimum is a valid lower bound; it is at least the plain transportation LP's (where every
+job gets its widest bandwidth for free): gangs that do not all fit on single servers must
+pay for a domain's bandwidth.  Servers are aggregated into classes of equal GPU type and
+expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by at
+most that step), whose GPUs cap all workers, and subclasses of equal free GPUs and
+intra-server bandwidth, whose GPUs cap the single-server options; servers a job restricts
+or overrides stay singletons.  Solved by HiGHS (highspy) directly; the reported bound is the LP optimum times
+``1 - TRANSPORT_LP_RTOL`` (its tolerance).
 """
 
 from __future__ import annotations
@@ -21,12 +33,12 @@ import math
 
 import numpy as np
 
-from placement.evaluation.bounds import comm_lower_bound, job_lower_bound
+from placement.evaluation.bounds import job_lower_bound, ps_floor_of, spread_lower_bound
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import singled_out_servers, weight_factor
+from placement.problem.rules import comm_ms, singled_out_servers, weight_factor
 from placement.problem.topology import cluster_of
 
 __all__ = ["transport_lower_bound", "CLASS_STEP"]
@@ -36,7 +48,8 @@ CLASS_STEP = 0.02
 
 
 def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> float | None:
-    """The transportation-LP bound (``None``: best effort, no HiGHS, or not solved in time)."""
+    """The home-aware transportation-LP bound (``None``: best effort, no HiGHS, or not
+    solved in time)."""
     if instance.admission != "all" or not instance.jobs:
         return None
     try:
@@ -44,74 +57,130 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     except ImportError:  # pragma: no cover
         return None
     idx = arrays_of(instance)
-    free = cluster_of(instance).free_gpus
-    special = singled_out_servers(instance)
-    special_pos = {instance.server_pos[s] for s in special}
+    cl = cluster_of(instance)
+    free = cl.free_gpus
+    special_pos = {instance.server_pos[s] for s in singled_out_servers(instance)}
     mean = np.floor(idx.server_mean / CLASS_STEP + 1e-9) * CLASS_STEP
-    keys: dict[tuple, int] = {}
+    intra = cl.intra_bandwidth
+    # classes (workers of the tiers; GPU capacity rows) and their subclasses by free GPUs and
+    # intra-server bandwidth (single-server options; whole-server capacity rows)
+    keys: dict[tuple[object, ...], int] = {}
+    subkeys: dict[tuple[object, ...], int] = {}
     cls = np.empty(len(free), dtype=np.int64)
+    sub = np.empty(len(free), dtype=np.int64)
     for sp in range(len(free)):
-        k = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
+        k: tuple[object, ...] = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
         cls[sp] = keys.setdefault(k, len(keys))
-    C = len(keys)
+        sub[sp] = subkeys.setdefault((cls[sp], int(free[sp]), float(intra[sp])), len(subkeys))
+    C, F = len(keys), len(subkeys)
     cap = np.bincount(cls, weights=free, minlength=C)
+    sub_cap = np.bincount(sub, weights=free, minlength=F)
     rep = np.zeros(C, dtype=np.int64)
     rep[cls] = np.arange(len(free))  # a representative server per class
-    class_mean = np.full(C, np.inf)
-    np.minimum.at(class_mean, cls, np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean))
-    costs: list[np.ndarray] = []  # per job: arrays, concatenated below
-    rows: list[np.ndarray] = []
-    cols_job: list[np.ndarray] = []
+    sub_rep = np.zeros(F, dtype=np.int64)
+    sub_rep[sub] = np.arange(len(free))
+    sub_cls = cls[sub_rep]
+    class_mean = np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean)[rep]
+    sub_free = free[sub_rep]
+    sub_intra = intra[sub_rep]
+    if cl.domains:
+        concat, offsets = cl.domain_concat
+        room = np.add.reduceat(free[concat], offsets)
+        multi = [(d.bandwidth_gbps, float(r)) for d, r in zip(cl.domains, room) if len(d.servers) >= 2]
+    else:
+        multi = []
+
     J = len(instance.jobs)
-    wfs = np.empty(J)
-    comm = np.empty(J)
-    lbs = np.empty(J)
+    # row blocks: convexity (J), worker link (J), cost by the average (J), cost by the
+    # spread bound (J), class capacity (C), subclass capacity (F)
+    r_cvx, r_link, r_cost, r_spread, r_cap, r_sub = 0, J, 2 * J, 3 * J, 4 * J, 4 * J + C
+    # columns in blocks of equal length: (cost, lower bound, rows [cols x nnz], values)
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(cost: np.ndarray, lower: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
+        blocks.append((cost, lower, np.atleast_2d(rows), np.atleast_2d(vals)))
+
+    row_lower = np.zeros(4 * J + C + F)
+    row_upper = np.zeros(4 * J + C + F)
+    row_lower[r_cvx : r_cvx + J] = 1.0
+    row_upper[r_cvx : r_cvx + J] = 1.0
+    row_upper[r_cost:r_cap] = highspy.kHighsInf
+    row_lower[r_cap:] = -highspy.kHighsInf
+    row_upper[r_cap:r_sub] = cap
+    row_upper[r_sub:] = sub_cap
     for jp, job in enumerate(instance.jobs):
-        lbs[jp] = job_lower_bound(instance, jp)
-        comm[jp] = comm_lower_bound(instance, jp)
-        if not (math.isfinite(lbs[jp]) and math.isfinite(comm[jp])):
+        lb = job_lower_bound(instance, jp)
+        if not math.isfinite(lb):
             return None
-        wfs[jp] = weight_factor(instance, job)
-        a = idx.job_a(jp)
-        a_c = a[rep]
+        W = job.workers
+        a_c = idx.job_a(jp)[rep]
         m_c = class_mean.copy()
         for sp in special_pos:
             m_c[cls[sp]] = idx.mean_slowdown(jp, sp)
-        ok = np.flatnonzero(np.isfinite(a_c) & (cap > 0))
-        costs.append(a_c[ok] * m_c[ok] / job.workers)
-        rows.append(ok)
-        cols_job.append(np.full(len(ok), jp))
-    cost_arr, row_arr, job_arr = np.concatenate(costs), np.concatenate(rows), np.concatenate(cols_job)
-    n = len(cost_arr)
+        usable = np.isfinite(a_c) & (cap > 0)
+        E = np.where(usable, a_c * m_c, np.inf)
+        row_lower[r_cost + jp] = row_lower[r_spread + jp] = ps_floor_of(instance, jp)
+        one = np.ones(1)
+        add(one * weight_factor(instance, job), one * lb, np.array([r_cost + jp, r_spread + jp]), np.ones(2))  # e_j
+        cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
+        if len(cs):
+            bws, inv = np.unique(sub_intra[cs], return_inverse=True)
+            cost = E[sub_cls[cs]] + np.array([comm_ms(job, float(bw)) for bw in bws])[inv]
+            rows = np.stack(
+                [
+                    np.full(len(cs), r_cvx + jp),
+                    np.full(len(cs), r_cost + jp),
+                    np.full(len(cs), r_spread + jp),
+                    r_cap + sub_cls[cs],
+                    r_sub + cs,
+                ],
+                axis=1,
+            )
+            vals = np.stack(
+                [np.ones(len(cs)), -cost, -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1
+            )
+            add(np.zeros(len(cs)), np.zeros(len(cs)), rows, vals)
+        if W < 2:
+            continue
+        tiers = sorted({b for b, r in multi if r >= W})
+        # two or more servers: their expected maximum is also at least the spread bound
+        k = max(2, -(-W // max(1, int(sub_free[usable[sub_cls]].max(initial=1)))))
+        spread = max(spread_lower_bound(instance, jp, k), float(E[usable].min(initial=0.0))) if tiers else math.inf
+        if not math.isfinite(spread):
+            continue  # fewer than k usable servers: no placement on two or more
+        for b in tiers:  # two or more servers whose smallest domain has bandwidth b
+            cm = comm_ms(job, b)
+            add(
+                np.zeros(1),
+                np.zeros(1),
+                np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp]),
+                np.array([1.0, -float(W), -cm, -(cm + spread)]),
+            )
+        if tiers:
+            xs = np.flatnonzero(usable)
+            rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
+            vals = np.stack([np.ones(len(xs)), -E[xs] / W, np.ones(len(xs))], axis=1)
+            add(np.zeros(len(xs)), np.zeros(len(xs)), rows, vals)
+    cost_all = np.concatenate([bl[0] for bl in blocks])
+    n = len(cost_all)
+    lp = highspy.HighsLp()
+    lp.num_col_ = n
+    lp.num_row_ = 4 * J + C + F
+    lp.col_cost_ = cost_all
+    lp.col_lower_ = np.concatenate([bl[1] for bl in blocks])
+    lp.col_upper_ = np.full(n, highspy.kHighsInf)
+    lp.row_lower_ = row_lower
+    lp.row_upper_ = row_upper
+    lengths = np.concatenate([np.full(bl[2].shape[0], bl[2].shape[1]) for bl in blocks])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    lp.a_matrix_.index_ = np.concatenate([bl[2].ravel() for bl in blocks]).astype(np.int32)
+    lp.a_matrix_.value_ = np.concatenate([bl[3].ravel() for bl in blocks]).astype(float)
     with native_stdout_silenced():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", "ipm")  # 3-4x faster than simplex on these LPs
     h.setOptionValue("time_limit", float(max(0.1, time_limit_s)))
-    # columns: x (job, class) then e_j; rows: demand (J), capacity (C), e_j >= average (J)
-    lp = highspy.HighsLp()
-    lp.num_col_ = n + J
-    lp.num_row_ = 2 * J + C
-    lp.col_cost_ = np.concatenate([np.zeros(n), wfs])
-    lp.col_lower_ = np.concatenate([np.zeros(n), lbs])
-    lp.col_upper_ = np.full(n + J, highspy.kHighsInf)
-    demand = np.array([j.workers for j in instance.jobs], dtype=float)
-    lp.row_lower_ = np.concatenate([demand, np.full(C, -highspy.kHighsInf), comm])
-    lp.row_upper_ = np.concatenate([demand, cap, np.full(J, highspy.kHighsInf)])
-    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.concatenate([np.arange(0, 3 * n + 1, 3), 3 * n + 1 + np.arange(J)]).astype(np.int32)
-    idx_arr = np.empty(3 * n + J, dtype=np.int32)
-    idx_arr[0 : 3 * n : 3] = np.asarray(job_arr, dtype=np.int32)
-    idx_arr[1 : 3 * n : 3] = J + np.asarray(row_arr, dtype=np.int32)
-    idx_arr[2 : 3 * n : 3] = J + C + np.asarray(job_arr, dtype=np.int32)
-    idx_arr[3 * n :] = J + C + np.arange(J, dtype=np.int32)
-    val = np.empty(3 * n + J)
-    val[0 : 3 * n : 3] = 1.0
-    val[1 : 3 * n : 3] = 1.0
-    val[2 : 3 * n : 3] = -cost_arr
-    val[3 * n :] = 1.0
-    lp.a_matrix_.index_ = idx_arr
-    lp.a_matrix_.value_ = val
     with native_stdout_silenced():
         h.passModel(lp)
         interruptible_run(h)

@@ -13,7 +13,7 @@ from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.rules import comm_ms, fastest_gbps, ps_floor_ms, weight_factor
 from placement.problem.topology import cluster_of
 
-__all__ = ["job_lower_bound", "comm_lower_bound", "spread_lower_bound", "lower_bound", "reportable_bound"]
+__all__ = ["job_lower_bound", "comm_lower_bound", "ps_floor_of", "spread_lower_bound", "lower_bound", "reportable_bound"]
 
 
 def job_lower_bound(instance: Instance, jp: int) -> float:
@@ -33,7 +33,7 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     if not free.any():
         return math.inf
     score = idx.job_score(jp)
-    floor = _ps_floor(instance, jp)
+    floor = ps_floor_of(instance, jp)
     if job.workers == 1:
         return float(score[free > 0].min()) + floor
     whole = np.flatnonzero(free >= job.workers)
@@ -68,7 +68,8 @@ def _dist_codes(idx: EvalIndex) -> np.ndarray:
     return codes
 
 
-def _ps_floor(instance: Instance, jp: int) -> float:
+def ps_floor_of(instance: Instance, jp: int) -> float:
+    """Job ``jp``'s push/pull floor (:func:`rules.ps_floor_ms`; 0 for an all-reduce job)."""
     job = instance.jobs[jp]
     if not job.is_ps:
         return 0.0
@@ -87,7 +88,7 @@ def comm_lower_bound(instance: Instance, jp: int) -> float:
     free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus, 0)
     if not free.any():
         return math.inf
-    floor = _ps_floor(instance, jp)
+    floor = ps_floor_of(instance, jp)
     if job.workers == 1:
         return floor
     bws = list(cl.intra_bandwidth[free >= job.workers])
