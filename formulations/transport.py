@@ -69,8 +69,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
     cls = np.empty(len(free), dtype=np.int64)
     sub = np.empty(len(free), dtype=np.int64)
     for sp in range(len(free)):
-        k: tuple[object, ...] = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
-        cls[sp] = keys.setdefault(k, len(keys))
+        key: tuple[object, ...] = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
+        cls[sp] = keys.setdefault(key, len(keys))
         sub[sp] = subkeys.setdefault((cls[sp], int(free[sp]), float(intra[sp])), len(subkeys))
     C, F = len(keys), len(subkeys)
     cap = np.bincount(cls, weights=free, minlength=C)

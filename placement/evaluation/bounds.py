@@ -13,7 +13,14 @@ from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.rules import comm_ms, fastest_gbps, ps_floor_ms, weight_factor
 from placement.problem.topology import cluster_of
 
-__all__ = ["job_lower_bound", "comm_lower_bound", "ps_floor_of", "spread_lower_bound", "lower_bound", "reportable_bound"]
+__all__ = [
+    "job_lower_bound",
+    "comm_lower_bound",
+    "ps_floor_of",
+    "spread_lower_bound",
+    "lower_bound",
+    "reportable_bound",
+]
 
 
 def job_lower_bound(instance: Instance, jp: int) -> float:
