@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 
-from placement.evaluation.bounds import job_lower_bound, ps_floor_of, spread_lower_bound
+from placement.evaluation.bounds import comm_lower_bound, job_lower_bound, ps_floor_of, spread_lower_bound
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
@@ -47,9 +47,11 @@ CLASS_STEP = 0.02
 """Expected slowdowns are rounded down to multiples of this to form server classes."""
 
 
-def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> float | None:
+def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> float | None:
     """The home-aware transportation-LP bound (``None``: best effort, no HiGHS, or not
-    solved in time)."""
+    solved in time).  ``home_aware=False``: the plain transportation LP (every job at the
+    average of its workers' classes plus its widest all-reduce, ``comm_lower_bound``), for
+    ``python -m placement.bench bounds``'s side-by-side."""
     if instance.admission != "all" or not instance.jobs:
         return None
     try:
@@ -121,7 +123,25 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0) -> 
         E = np.where(usable, a_c * m_c, np.inf)
         row_lower[r_cost + jp] = row_lower[r_spread + jp] = ps_floor_of(instance, jp)
         one = np.ones(1)
-        add(one * weight_factor(instance, job), one * lb, np.array([r_cost + jp, r_spread + jp]), np.ones(2))  # e_j
+        add(
+            one * weight_factor(instance, job),
+            one * (lb if home_aware else 0.0),
+            np.array([r_cost + jp, r_spread + jp]),
+            np.ones(2),
+        )  # e_j
+        if not home_aware:
+            cm = comm_lower_bound(instance, jp) - row_lower[r_cost + jp]
+            tier = np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp])
+            add(np.zeros(1), np.zeros(1), tier, np.array([1.0, -float(W), -cm, -cm]))
+            xs = np.flatnonzero(usable)
+            rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
+            add(
+                np.zeros(len(xs)),
+                np.zeros(len(xs)),
+                rows,
+                np.stack([np.ones(len(xs)), -E[xs] / W, np.ones(len(xs))], axis=1),
+            )
+            continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
         if len(cs):
             bws, inv = np.unique(sub_intra[cs], return_inverse=True)

@@ -175,3 +175,20 @@ def test_pop_splits_servers_and_jobs_so_parts_shrink_quadratically(monkeypatch):
     pairs = sum(int((np.isfinite(arrays_of(inst).job_a(jp)) & free).sum()) for jp in range(len(inst.jobs)))
     k = int(sol.stats["path"][0].split("(")[1].split()[0])
     assert 2 <= k <= math.ceil(math.sqrt(pairs / 40)) < pairs / 40  # parts without jobs are dropped
+
+
+def test_the_home_aware_bound_charges_gangs_that_cannot_all_have_whole_servers():
+    """Four 8-GPU servers in a rack, two of them half used, and three 8-worker jobs: at most
+    two gangs sit on a whole server; the third pays the rack's all-reduce.  The plain LP
+    gives every job a whole server's bandwidth; the home-aware one does not, and stays
+    below the proven optimum."""
+    inst = generate(racks=1, servers_per_rack=4, gpus_per_server=8, jobs=3, job_mix="small", regime="hot", seed=2)
+    servers = tuple(s.__class__(**{**s.__dict__, "used_gpus": 4 if k >= 2 else 0}) for k, s in enumerate(inst.servers))
+    jobs = tuple(j.__class__(**{**j.__dict__, "workers": 8, "gradient_mb": 400.0}) for j in inst.jobs)
+    inst = inst.replace(servers=servers, jobs=jobs)
+    opt = placement.solve(inst, "milp_highs", time_limit_s=30)
+    assert opt.status == Status.OPTIMAL
+    plain = transport_lower_bound(inst, home_aware=False)
+    home = transport_lower_bound(inst)
+    assert plain is not None and home is not None
+    assert plain * 1.05 < home <= opt.objective * (1 + 1e-9)

@@ -278,6 +278,48 @@ def bench_simulate(full: bool = True, auto_jobs: int = 1000) -> None:
     print(f"auto: {per_job:.3f} s of wall time per job: about {600 / per_job:,.0f} jobs of this trace in 10 minutes")
 
 
+def bench_bounds(instances: list[str], objectives: list[str]) -> None:
+    """Side by side on each instance: the simple bound, the plain transportation LP and the
+    home-aware one (value and wall time), and each one's gap to the best objective any run
+    in the ``objectives`` CSV files (``placement compare``'s ``runs.csv``) reached."""
+    import csv
+    import math
+
+    from placement.formulations.transport import transport_lower_bound
+
+    best: dict[str, float] = {}
+    for path in objectives:
+        with open(path, newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                if row.get("objective") and row.get("valid") == "True":
+                    name = row["instance_name"]
+                    best[name] = min(best.get(name, math.inf), float(row["objective"]))
+    print(
+        f"{'instance':22s} {'best known':>12s} {'simple':>12s} {'plain LP':>12s} {'s':>6s} {'home-aware LP':>13s} {'s':>6s}  gap simple / plain / home-aware"
+    )
+    for ref in instances:
+        inst = resolve_instance(ref)
+        t0 = time.perf_counter()
+        simple = lower_bound(inst)
+        t1 = time.perf_counter()
+        plain = transport_lower_bound(inst, time_limit_s=600, home_aware=False)
+        t2 = time.perf_counter()
+        home = transport_lower_bound(inst, time_limit_s=600)
+        t3 = time.perf_counter()
+        b = best.get(inst.name)
+
+        def gap(x: float | None, b: float | None = b) -> str:
+            return "-" if x is None or b is None else f"{100 * (b / x - 1):.2f}%"
+
+        def num(x: float | None) -> str:
+            return "-" if x is None else f"{x:,.1f}"
+
+        print(
+            f"{inst.name:22s} {num(b):>12s} {num(simple):>12s} {num(plain):>12s} {t2 - t1:6.2f} {num(home):>13s} {t3 - t2:6.2f}"
+            f"  {gap(simple)} / {gap(plain)} / {gap(home)}   (simple bound {t1 - t0:.2f} s)"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -298,10 +340,16 @@ def main(argv: list[str] | None = None) -> None:
     rd.add_argument("instances", nargs="+")
     rd.add_argument("--time-limit", type=float, default=10.0)
     rd.add_argument("--backend", choices=("highs", "cbc"), default="highs")
+    bd = sub.add_parser("bounds")
+    bd.add_argument("instances", nargs="+")
+    bd.add_argument("--objectives", nargs="*", default=[], help="runs.csv files of placement compare")
     sm = sub.add_parser("simulate")
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
     a = ap.parse_args(argv)
+    if a.what == "bounds":
+        bench_bounds(a.instances, a.objectives)
+        return
     if a.what == "simulate":
         bench_simulate(not a.no_full, a.auto_jobs)
         return
