@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.evaluation.bounds import job_lower_bound
+from placement.evaluation.bounds import job_lower_bound, spread_lower_bound
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
@@ -143,6 +143,12 @@ class JobIndex:
     max_servers: int | None = None
     shards: ShardIndex | None = None
     """A parameter-server job's push/pull phase when it is modelled exactly."""
+    score: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """``E[a S]`` on each of those servers (the expected maximum is at least each used one's,
+    and at least the workers' average)."""
+    spread_ms: float = 0.0
+    """A lower bound on the expected maximum over two or more of its servers
+    (:func:`placement.evaluation.bounds.spread_lower_bound`, at least the least ``score``)."""
 
 
 @dataclass
@@ -307,7 +313,10 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             time_limit_ms=deadline_limit_ms(job),
             mult=mult,
             max_servers=job.max_servers,
+            score=ev.job_score(jp)[sps],
         )
+        if len(sps) >= 2 and job.workers >= 2:
+            ji.spread_ms = max(spread_lower_bound(instance, jp, 2), float(ji.score.min()))
         if len(sps) == 0:
             jobs.append(ji)
             continue

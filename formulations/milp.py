@@ -172,6 +172,17 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                     prob += g >= p - prev
                 terms.append(dt * g)
             expected = pulp.lpSum(terms)
+        # valid rows that tighten the relaxation (the transportation LP's, per job): the
+        # expected maximum is at least the workers' average, each used server's expectation,
+        # and on a domain home (two or more servers) the spread bound
+        score = [float(v) for v in j.score]
+        prob += expected >= pulp.lpSum(score[i] / j.workers * xs[i] for i in range(len(xs)))
+        for i, yv in enumerate(ys):
+            prob += expected >= score[i] * yv
+        if j.shards is None and j.spread_ms > 0:
+            domain = [zs[h] for h, home in enumerate(j.homes) if home.domain is not None]
+            if domain:
+                prob += expected >= j.spread_ms * pulp.lpSum(domain)
         if j.shards is not None:
             expected = expected + _push_pull(prob, j, tag, p, xs, ys, zs, probs, shard_terms, b_modes)
         if j.time_limit_ms is not None:
@@ -391,12 +402,24 @@ def _solve(
     def termination() -> Termination:
         return STATUS_TABLE.get((b.prob.status, b.prob.sol_status), Termination.ERROR)
 
+    def run(with_start: bool) -> None:
+        """Solve; CBC 2.10 has crashed (SIGSEGV) on a time limit with a start: then once
+        more without the start."""
+        try:
+            with native_stdout_silenced():
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, with_start))
+        except pulp.PulpSolverError:
+            if not with_start or time.monotonic() > t_end - 0.1:
+                raise
+            path.append(f"{backend} failed with the start: again without it")
+            with native_stdout_silenced():
+                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, False))
+
     try:
         proven_w = True
         if index.best_effort:
             b.prob.setObjective(-1 * b.weight)
-            with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, warm and start is not None))
+            run(warm and start is not None)
             st = termination()
             path.append(f"phase1(weight):{st}")
             if st not in (Termination.OPTIMAL, Termination.FEASIBLE):
@@ -406,8 +429,7 @@ def _solve(
             b.prob += b.weight >= w_star - SOLVER_FEASIBILITY_TOL, "keep_weight"
         b.prob.setObjective(b.objective)
         for attempt in (warm, False):
-            with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, attempt))
+            run(attempt)
             st = termination()
             path.append(f"{'phase2(objective)' if index.best_effort else 'solve'}:{st}")
             if backend != "highs" or st not in (Termination.OPTIMAL, Termination.FEASIBLE):
@@ -420,6 +442,9 @@ def _solve(
                 path.append("status and bound dropped")
                 return Termination.FEASIBLE, b, None, False
         return st, b, (None if st is Termination.INFEASIBLE else _bound(backend, b, log, st)), proven_w
+    except pulp.PulpSolverError as e:
+        path.append(f"{backend} failed: {e}")
+        return Termination.ERROR, b, None, False
     finally:
         if log and os.path.exists(log):
             os.unlink(log)

@@ -21,8 +21,9 @@ optimum is a valid lower bound; it is at least the plain transportation LP's (wh
 job gets its widest bandwidth for free): gangs that do not all fit on single servers must
 pay for a domain's bandwidth.  Servers are aggregated into classes of equal GPU type and
 expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by at
-most that step), whose GPUs cap all workers, and subclasses of equal free GPUs and
-intra-server bandwidth, whose GPUs cap the single-server options; servers a job restricts
+most that step), whose GPUs cap all workers, and subclasses of equal intra-server
+bandwidth and largest gang size (of the instance's) that fits in their free GPUs, whose GPUs
+cap the single-server options of gangs of two or more; servers a job restricts
 or overrides stay singletons.  Solved by HiGHS (highspy) directly; the reported bound is the LP optimum times
 ``1 - TRANSPORT_LP_RTOL`` (its tolerance).
 """
@@ -66,6 +67,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     intra = cl.intra_bandwidth
     # classes (workers of the tiers; GPU capacity rows) and their subclasses by free GPUs and
     # intra-server bandwidth (single-server options; whole-server capacity rows)
+    sizes = sorted({j.workers for j in instance.jobs})
     keys: dict[tuple[object, ...], int] = {}
     subkeys: dict[tuple[object, ...], int] = {}
     cls = np.empty(len(free), dtype=np.int64)
@@ -73,7 +75,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     for sp in range(len(free)):
         key: tuple[object, ...] = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
         cls[sp] = keys.setdefault(key, len(keys))
-        sub[sp] = subkeys.setdefault((cls[sp], int(free[sp]), float(intra[sp])), len(subkeys))
+        fit = max((w for w in sizes if w <= free[sp]), default=0)  # the largest gang it can hold
+        sub[sp] = subkeys.setdefault((cls[sp], fit, float(intra[sp])), len(subkeys))
     C, F = len(keys), len(subkeys)
     cap = np.bincount(cls, weights=free, minlength=C)
     sub_cap = np.bincount(sub, weights=free, minlength=F)
@@ -83,7 +86,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     sub_rep[sub] = np.arange(len(free))
     sub_cls = cls[sub_rep]
     class_mean = np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean)[rep]
-    sub_free = free[sub_rep]
+    sub_free = np.array([k[1] for k in subkeys], dtype=np.int64)  # gangs up to this size fit
     sub_intra = intra[sub_rep]
     if cl.domains:
         concat, offsets = cl.domain_concat
@@ -141,6 +144,20 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                 rows,
                 np.stack([np.ones(len(xs)), -E[xs] / W, np.ones(len(xs))], axis=1),
             )
+            continue
+        if W == 1:  # any server with a free GPU holds it, at no all-reduce: by class
+            xs = np.flatnonzero(usable)
+            rows = np.stack(
+                [
+                    np.full(len(xs), r_cvx + jp),
+                    np.full(len(xs), r_cost + jp),
+                    np.full(len(xs), r_spread + jp),
+                    r_cap + xs,
+                ],
+                axis=1,
+            )
+            vals = np.stack([np.ones(len(xs)), -E[xs], -E[xs], np.ones(len(xs))], axis=1)
+            add(np.zeros(len(xs)), np.zeros(len(xs)), rows, vals)
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
         if len(cs):

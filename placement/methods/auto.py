@@ -30,7 +30,7 @@ __all__ = ["auto", "AUTO_BRUTE_FORCE_SIZE", "AUTO_EXACT_SIZE", "AUTO_EXACT_SHARE
 
 AUTO_BRUTE_FORCE_SIZE = 20_000
 """``auto`` enumerates when the search space (product of per-job allocation counts) is below this."""
-AUTO_EXACT_SIZE = 6_000
+AUTO_EXACT_SIZE = 10_000
 """``auto`` runs an exact backend when the model has at most about this many variables."""
 AUTO_EXACT_SHARE = 0.7
 """Share of the time left that the exact backend gets when a start is known."""
