@@ -87,6 +87,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     sub_cls = cls[sub_rep]
     class_mean = np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean)[rep]
     sub_free = np.array([k[1] for k in subkeys], dtype=np.int64)  # gangs up to this size fit
+    class_most = np.zeros(C, dtype=np.int64)  # most free GPUs of a server in each class
+    np.maximum.at(class_most, cls, free)
     sub_intra = intra[sub_rep]
     if cl.domains:
         concat, offsets = cl.domain_concat
@@ -181,7 +183,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             continue
         tiers = sorted({b for b, r in multi if r >= W})
         # two or more servers: their expected maximum is also at least the spread bound
-        k = max(2, -(-W // max(1, int(sub_free[usable[sub_cls]].max(initial=1)))))
+        k = max(2, -(-W // max(1, int(class_most[usable].max(initial=1)))))
         spread = max(spread_lower_bound(instance, jp, k), float(E[usable].min(initial=0.0))) if tiers else math.inf
         if not math.isfinite(spread):
             continue  # fewer than k usable servers: no placement on two or more

@@ -159,13 +159,11 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS)
     inst = st.instance
     alloc = st.x[jp]
     score = st.score(jp)
-    allowed = st.allowed(jp)
-    used = set(alloc)
-    others = [int(s) for s in allowed if int(s) not in used]
-    if not others:
+    order = st.by_score(jp)  # fastest first
+    others = order[~np.isin(order, np.fromiter(alloc, dtype=np.int64, count=len(alloc)))]
+    if not len(others):
         return False
-    others.sort(key=lambda s: score[s])
-    targets = others[:top]
+    targets = [int(s) for s in others[:top]]
     if len(others) > top:
         targets += [int(s) for s in rng.choice(others[top:], size=min(top, len(others) - top), replace=False)]
     holders = st.holders

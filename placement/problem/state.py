@@ -43,6 +43,7 @@ class State:
         self.moved = 0
         """Workers moved off their previous servers by the current placement."""
         self._allowed: dict[int, np.ndarray] = {}
+        self._by_score: dict[int, np.ndarray] = {}
         self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
         self._ps_cache: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, dict[int, int] | None]] = {}
         self.z: dict[int, dict[int, int]] = {}
@@ -55,6 +56,13 @@ class State:
         if jp not in self._allowed:
             self._allowed[jp] = np.flatnonzero(np.isfinite(self.idx.job_a(jp)))
         return self._allowed[jp]
+
+    def by_score(self, jp: int) -> np.ndarray:
+        """The servers ``jp`` may use, by expected compute time (fastest first; memoised)."""
+        if jp not in self._by_score:
+            allowed = self.allowed(jp)
+            self._by_score[jp] = allowed[np.argsort(self.score(jp)[allowed], kind="stable")]
+        return self._by_score[jp]
 
     def a(self, jp: int) -> np.ndarray:
         """Ideal per-worker compute time of ``jp`` on every server (inf where not allowed)."""
