@@ -216,3 +216,56 @@ def test_a_resumed_sweep_reports_every_row_in_its_folder(tmp_path):
     from placement.compare.report import ratios
 
     assert "no_such_module:place" not in ratios(read_rows(out / "runs.jsonl"))  # refused: no ratio
+
+
+def test_the_report_gives_every_run_its_proven_gap():
+    from placement.compare.report import gap_table, proven_gap
+
+    rows = [
+        dict(
+            instance="a",
+            method="auto",
+            time_limit_s=10.0,
+            seed=0,
+            valid=True,
+            status="feasible",
+            objective=110.0,
+            bound=100.0,
+        ),
+        dict(
+            instance="a",
+            method="milp",
+            time_limit_s=10.0,
+            seed=0,
+            valid=True,
+            status="optimal",
+            objective=100.0,
+            bound=100.0,
+        ),
+        dict(
+            instance="a",
+            method="greedy",
+            time_limit_s=10.0,
+            seed=0,
+            valid=True,
+            status="feasible",
+            objective=120.0,
+            bound=None,
+        ),
+        dict(
+            instance="a",
+            method="bad",
+            time_limit_s=10.0,
+            seed=0,
+            valid=False,
+            status="error",
+            objective=None,
+            bound=None,
+        ),
+    ]
+    assert proven_gap(rows[0]) == pytest.approx(0.10)
+    assert proven_gap(rows[2]) is None and proven_gap(rows[3]) is None
+    table = "\n".join(gap_table(rows))
+    assert "| a | 10 | 0 | 10% | optimal | - | error |" in table
+    summary = {s["method"]: s for s in summarise(rows)}
+    assert summary["auto"]["gap_median"] == pytest.approx(0.10) and summary["greedy"]["gap_median"] is None
