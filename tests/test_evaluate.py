@@ -131,13 +131,15 @@ def test_evaluates_a_thousand_jobs_on_a_thousand_servers():
     assert np.isfinite(ev.objective)
 
 
-@given(st.data())
-def test_every_job_lower_bound_is_below_every_placement_of_that_job(data):
-    """``job_lower_bound`` (one server, or k >= 2 servers with the spread bound) against the
-    exact expected time of any placement of the job, all-reduce and parameter-server alike."""
+@pytest.mark.parametrize("parameter_servers", [False, True])
+@given(data=st.data())
+def test_every_job_lower_bound_is_below_every_placement_of_that_job(parameter_servers, data):
+    """``job_lower_bound`` (one server, or k >= 2 servers with the spread bound; a
+    parameter-server job's push/pull floor) against the exact expected time of any placement
+    of the job, its shards included."""
     from placement.evaluation import job_lower_bound
 
-    inst = data.draw(instances(max_servers=5, max_jobs=3, max_gpus=3, parameter_servers=None))
+    inst = data.draw(instances(max_servers=5, max_jobs=3, max_gpus=3, parameter_servers=parameter_servers))
     x = data.draw(assignments(inst))
     z = data.draw(shard_placements(inst, x))
     broken = {v.job for v in placement.validate(inst, x, shards=z) if v.kind in ("max_servers", "unreachable")}

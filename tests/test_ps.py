@@ -433,21 +433,6 @@ def test_re_planning_keeps_running_shards_where_the_workers_stay():
     assert kept.assignment == {"p": {"s0": 1}} and kept.shards == {"p": {"s1": 1}}
 
 
-@given(st.data())
-def test_the_lower_bound_of_a_parameter_server_job_is_below_every_placement_of_it(data):
-    from placement.evaluation import job_lower_bound
-
-    inst = data.draw(instances(max_servers=5, max_jobs=3, max_gpus=3, parameter_servers=True))
-    x = data.draw(assignments(inst))
-    z = data.draw(shard_placements(inst, x))
-    broken = {v.job for v in placement.validate(inst, x, shards=z) if v.kind in ("max_servers", "unreachable")}
-    ev = placement.evaluate(inst, x, z)
-    for jid, r in ev.jobs.items():
-        if jid not in broken:
-            lb = job_lower_bound(inst, inst.job_pos[jid])
-            assert lb <= r.expected_iteration_ms * (1 + 1e-9) + 1e-9, (jid, lb, r.expected_iteration_ms)
-
-
 def test_exact_models_prove_the_bundled_tiny_optimum_with_their_own_shards():
     inst = placement.load_bundled("ps-tiny")
     optimum = inst.metadata["optimum"]

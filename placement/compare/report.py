@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,65 +166,63 @@ def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
     _plots(rows, out)
 
 
-def per_instance_table(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Markdown: the objective of every method on every (instance, limit, seed), the best in
-    bold; a run without a placement shows its status."""
+def _instance_table(
+    rows: Sequence[dict[str, Any]],
+    title: str,
+    caption: str,
+    cell: Callable[[dict[str, Any], list[dict[str, Any]]], str],
+) -> list[str]:
+    """Markdown: one row per (instance, limit, seed), one column per method; ``cell(run,
+    runs of its row)`` writes a run that has a placement, its status stands otherwise."""
     methods = list(dict.fromkeys(r["method"] for r in rows))
     lines = [
         "",
-        "## Per instance",
+        f"## {title}",
         "",
-        "Objective (bold: the best on the row); otherwise the run's status.",
+        caption,
         "",
         "| instance | limit s | seed | " + " | ".join(methods) + " |",
         "|---|---|---|" + "---|" * len(methods),
     ]
     for (inst, limit, seed), rs in sorted(_group(rows).items()):
         by = {r["method"]: r for r in rs}
-        valid = [r["objective"] for r in rs if r.get("valid") and r.get("objective") is not None]
-        best = min(valid, default=None)
         cells = []
         for m in methods:
             r = by.get(m)
             if r is None:
                 cells.append("")
             elif r.get("valid") and r.get("objective") is not None:
-                text = f"{r['objective']:.6g}"
-                cells.append(f"**{text}**" if best is not None and r["objective"] <= best * (1 + REPORT_RTOL) else text)
+                cells.append(cell(r, rs))
             else:
                 cells.append(str(r.get("status")))
         lines.append(f"| {inst} | {limit:g} | {seed} | " + " | ".join(cells) + " |")
     return lines
+
+
+def per_instance_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Markdown: the objective of every method on every (instance, limit, seed), the best in
+    bold; a run without a placement shows its status."""
+
+    def objective(r: dict[str, Any], rs: list[dict[str, Any]]) -> str:
+        best = min(x["objective"] for x in rs if x.get("valid") and x.get("objective") is not None)
+        text = f"{r['objective']:.6g}"
+        return f"**{text}**" if r["objective"] <= best * (1 + REPORT_RTOL) else text
+
+    return _instance_table(
+        rows, "Per instance", "Objective (bold: the best on the row); otherwise the run's status.", objective
+    )
 
 
 def gap_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Markdown: every run's proven gap (objective / its own bound - 1), ``optimal`` for a
     proven optimum, ``-`` without a bound, or the status of a run without a placement."""
-    methods = list(dict.fromkeys(r["method"] for r in rows))
-    lines = [
-        "",
-        "## Proven gap per instance",
-        "",
-        "Objective over the run's own valid lower bound, minus 1.",
-        "",
-        "| instance | limit s | seed | " + " | ".join(methods) + " |",
-        "|---|---|---|" + "---|" * len(methods),
-    ]
-    for (inst, limit, seed), rs in sorted(_group(rows).items()):
-        by = {r["method"]: r for r in rs}
-        cells = []
-        for m in methods:
-            r = by.get(m)
-            if r is None:
-                cells.append("")
-            elif not r.get("valid"):
-                cells.append(str(r.get("status")))
-            elif r.get("status") == RunState.OPTIMAL:
-                cells.append("optimal")
-            else:
-                cells.append(_pct(proven_gap(r)))
-        lines.append(f"| {inst} | {limit:g} | {seed} | " + " | ".join(cells) + " |")
-    return lines
+
+    def gap(r: dict[str, Any], rs: list[dict[str, Any]]) -> str:
+        return "optimal" if r.get("status") == RunState.OPTIMAL else _pct(proven_gap(r))
+
+    return _instance_table(
+        rows, "Proven gap per instance", "Objective over the run's own valid lower bound, minus 1.", gap
+    )
 
 
 def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
