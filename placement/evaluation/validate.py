@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,19 +54,9 @@ def validate(
             out.append(Violation("unknown_job", f"assignment names unknown job {jid!r}", job=jid))
             continue
         job = jobs[jid]
-        ok = True
-        for sid, k in a.items():
-            if sid not in servers:
-                out.append(Violation("unknown_server", f"job {jid!r} is assigned to unknown server {sid!r}", jid, sid))
-                ok = False
-            elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
-                out.append(
-                    Violation(
-                        "bad_count", f"job {jid!r} has {k!r} workers on {sid!r}; counts are integers >= 0", jid, sid
-                    )
-                )
-                ok = False
-        if not ok:
+        bad_counts = _count_problems(jid, a, servers, "workers")
+        out += bad_counts
+        if bad_counts:
             continue
         a = {s: k for s, k in a.items() if k > 0}
         if not a:
@@ -122,19 +112,10 @@ def validate(
         if jid not in placed:
             out.append(Violation("shards", f"job {jid!r} has shards but no workers placed", jid))
             continue
-        bad = False
+        bad = _count_problems(jid, z, servers, "shards")
+        out += bad
         for sid, k in z.items():
-            if sid not in servers:
-                out.append(Violation("unknown_server", f"job {jid!r} has shards on unknown server {sid!r}", jid, sid))
-                bad = True
-            elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
-                out.append(
-                    Violation(
-                        "bad_count", f"job {jid!r} has {k!r} shards on {sid!r}; counts are integers >= 0", jid, sid
-                    )
-                )
-                bad = True
-            else:
+            if sid in servers and isinstance(k, int) and not isinstance(k, bool) and k >= 0:
                 if job.allowed_servers is not None and sid not in job.allowed_servers:
                     out.append(
                         Violation("allowed_servers", f"job {jid!r}'s shards are not allowed on {sid!r}", jid, sid)
@@ -212,6 +193,20 @@ def validate(
                         jid,
                     )
                 )
+    return out
+
+
+def _count_problems(jid: str, counts: Mapping[str, Any], servers: Container[str], what: str) -> list[Violation]:
+    """Unknown servers and counts that are not integers >= 0 in one job's ``{server: count}``
+    (``what``: "workers" or "shards")."""
+    out = []
+    for sid, k in counts.items():
+        if sid not in servers:
+            where = "is assigned to" if what == "workers" else "has shards on"
+            out.append(Violation("unknown_server", f"job {jid!r} {where} unknown server {sid!r}", jid, sid))
+        elif not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            msg = f"job {jid!r} has {k!r} {what} on {sid!r}; counts are integers >= 0"
+            out.append(Violation("bad_count", msg, jid, sid))
     return out
 
 
