@@ -488,7 +488,14 @@ def methods(fmt: str) -> None:
 
 
 _TOPOLOGY_OPTIONS = ("topology", "pods", "racks", "servers_per_rack", "nic_gbps", "uplink_gbps", "core_gbps")
-_SERVER_OPTIONS = ("gpus_per_server", "gpu_types", "used_fraction", "servers_from", "prove_optimum")
+_SERVER_OPTIONS = (
+    "gpus_per_server",
+    "gpu_types",
+    "used_fraction",
+    "single_gpu_fraction",
+    "servers_from",
+    "prove_optimum",
+)
 """Generator options a real cluster's own servers replace (``import-k8s``)."""
 """Generator options that shape the network: an imported topology replaces them."""
 
@@ -594,6 +601,13 @@ def _generate_options(fn: F, *, topology: bool = True, servers: bool = True) -> 
             default=d.used_fraction,
             show_default=True,
             help="Share of GPUs already held by running jobs.",
+        ),
+        opt(
+            "--single-gpu-fraction",
+            type=FiniteRange(0, 1),
+            default=d.single_gpu_fraction,
+            show_default=True,
+            help="Share of servers that are one-GPU slices of their shape (CPU and memory divided alike).",
         ),
         opt(
             "--cpu-memory/--no-cpu-memory",

@@ -79,6 +79,7 @@ class GeneratorSpec:
     job_mix: str = "elasticflow"
     load: float = 0.7
     used_fraction: float = 0.0
+    single_gpu_fraction: float = 0.0
     cpu_memory: bool = False
     admission: str = "all"
     objective: str = "weighted_expected_iteration_time"
@@ -127,6 +128,7 @@ class GeneratorSpec:
             "core_gbps",
             "hot_fraction",
             "used_fraction",
+            "single_gpu_fraction",
             "load",
             "window_hours",
             "window_start_s",
@@ -137,7 +139,7 @@ class GeneratorSpec:
         for f in ("nic_gbps", "uplink_gbps", "core_gbps"):
             if not getattr(self, f) > 0:
                 out.append(f"{f} must be > 0, got {getattr(self, f)}")
-        for f in ("hot_fraction", "used_fraction"):
+        for f in ("hot_fraction", "used_fraction", "single_gpu_fraction"):
             if not 0 <= getattr(self, f) <= 1:
                 out.append(f"{f} must be in [0, 1], got {getattr(self, f)}")
         if not 0 < self.load <= 4:
@@ -467,6 +469,8 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
         from placement.instances.traces import PAI_STRAGGLER_SHARE
 
         hot_fraction = PAI_STRAGGLER_SHARE
+    # its own stream, so that the rest of the instance is drawn as without the option
+    single_rng = np.random.default_rng([spec.seed, 16])
     servers: list[Server] = []
     switches: list[Switch] = []
     links: list[Link] = []
@@ -502,6 +506,10 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
                 if spec.used_fraction > 0 and rng.random() < spec.used_fraction:
                     used = int(rng.integers(1, gpus + 1)) // 2 * 2 or 1
                     used = min(used, gpus)
+                if spec.single_gpu_fraction > 0 and single_rng.random() < spec.single_gpu_fraction:
+                    # a one-GPU slice of the shape (a cloud one-GPU instance of that type);
+                    # drawn last so that every other draw is as without the option
+                    gpus, cpus, mem, used = 1, cpus / gpus, mem / gpus, min(used, 1)
                 sd = _slowdown(rng, spec.regime, hot) if spec.regime != "correlated" else Slowdown()
                 if spec.regime == "correlated":
                     _ = _slowdown(rng, spec.regime, hot)  # keep the random stream aligned with 'hot'

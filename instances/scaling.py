@@ -1,7 +1,8 @@
 """The scaling series: Alibaba-v2023-shaped fleets from 16 to 4,000 servers (about 80 to
 20,700 GPUs, a quarter to three quarters of them already used by running jobs), with
 ElasticFlow-shaped job mixes at 80% of the free GPUs; the largest is the 4,000-server /
-1,600-job fleet of the production-scale targets.
+1,600-job fleet of the production-scale targets.  The ``fleet1g`` series is made of mostly
+one-GPU servers of seven GPU types with hot, heavy-tailed slowdowns (1,000 and 4,278 servers).
 
     python -m placement.instances.scaling results/scaling     # writes the instances
 """
@@ -33,6 +34,29 @@ SCALING: dict[str, dict[str, Any]] = {
     )
     for pods, racks, spr in ((1, 2, 8), (1, 4, 16), (2, 8, 16), (5, 10, 20), (10, 10, 20), (10, 20, 20))
 }
+# fleets of mostly one-GPU servers (two in three are one-GPU slices of the Alibaba shapes:
+# seven GPU types), nothing running yet, heavy-tailed slowdowns with a fifth of the servers
+# hot, ElasticFlow gang sizes of up to 64 workers demanding about 90% of the GPUs; the
+# largest has 4,278 servers, 10,605 GPUs and 1,600 jobs
+SCALING.update(
+    {
+        f"fleet1g-{pods * racks * spr:04d}": dict(
+            topology="multi-pod",
+            pods=pods,
+            racks=racks,
+            servers_per_rack=spr,
+            servers_from="alibaba-v2023",
+            single_gpu_fraction=0.65,
+            regime="heavy-tail",
+            hot_fraction=0.2,
+            jobs=jobs,
+            load=0.95,
+            seed=1,
+            name=f"fleet1g-{pods * racks * spr}",
+        )
+        for pods, racks, spr, jobs in ((5, 10, 20, 400), (6, 23, 31, 1600))
+    }
+)
 
 
 def write_scaling(folder: str | Path) -> list[Path]:
