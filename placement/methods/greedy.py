@@ -8,6 +8,7 @@ bottleneck bandwidth.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +22,7 @@ from placement.problem.state import State
 from placement.problem.topology import cluster_of
 from placement.solving.options import Options, Outcome
 
-__all__ = ["greedy", "greedy_job", "greedy_state", "job_order", "density_order", "GREEDY_ROUNDS"]
+__all__ = ["greedy", "greedy_job", "greedy_state", "job_order", "density_order", "cost_density_order", "GREEDY_ROUNDS"]
 
 
 def job_order(instance: Instance) -> list[int]:
@@ -52,6 +53,23 @@ def density_order(instance: Instance) -> list[int]:
     return sorted(
         range(len(instance.jobs)),
         key=lambda jp: (-instance.jobs[jp].weight / instance.jobs[jp].workers, instance.jobs[jp].workers, jp),
+    )
+
+
+def cost_density_order(instance: Instance) -> list[int]:
+    """Most objective per worker first: ``weight factor x compute_ms / workers`` (the
+    weight a worker's expected compute time carries in the objective), smaller gangs first
+    among equals.  Every worker of a job with a high density is worth a fast server more
+    than a worker of a large, light gang; this order gives fast servers to those workers
+    first (the rearrangement inequality, for the compute part)."""
+    jobs = instance.jobs
+    return sorted(
+        range(len(jobs)),
+        key=lambda jp: (
+            -weight_factor(instance, jobs[jp]) * jobs[jp].compute_ms / jobs[jp].workers,
+            jobs[jp].workers,
+            jp,
+        ),
     )
 
 
@@ -160,17 +178,15 @@ def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> Stat
 
 GREEDY_ROUNDS = 4
 """Squeaky-wheel rounds: jobs left out by one greedy pass go first in the next."""
+SECOND_ORDER_ROOM = 4.0
+"""``greedy`` builds from its second order only when the time left is at least this many
+times what the first took."""
 
 
-def greedy(instance: Instance, opts: Options) -> Outcome:
-    """Straggler- and communication-aware greedy construction.
-
-    With admission ``all``, jobs a pass could not place (their servers taken by more
-    flexible jobs) go first in the next pass, up to ``GREEDY_ROUNDS`` passes; if some still
-    do not fit, the consolidating baseline's packing is the fallback start."""
-    order = job_order(instance)
+def _rounds(instance: Instance, order: list[int], opts: Options) -> tuple[State, int]:
+    """A greedy pass in ``order``; with admission ``all``, jobs a pass could not place go
+    first in the next, up to ``GREEDY_ROUNDS`` passes.  The best state and the passes made."""
     st = greedy_state(instance, order)
-    path = ["greedy"]
     rounds = 1
     while instance.admission == "all" and not st.complete and rounds < GREEDY_ROUNDS and not opts.budget.expired():
         failed = [jp for jp in order if jp not in st.x]
@@ -179,13 +195,35 @@ def greedy(instance: Instance, opts: Options) -> Outcome:
         rounds += 1
         if nxt.rank() < st.rank():
             st = nxt
-    if rounds > 1:
-        path = [f"greedy({rounds} rounds)"]
-    if instance.admission == "best_effort":
-        st2 = greedy_state(instance, density_order(instance))
-        if st2.rank() < st.rank():
-            st = st2
-            path = ["greedy(weight-density order)"]
+    return st, rounds
+
+
+def greedy(instance: Instance, opts: Options) -> Outcome:
+    """Straggler- and communication-aware greedy construction, from two job orders, the
+    better kept.
+
+    With admission ``all``: :func:`cost_density_order` first (fast servers to the workers
+    that weigh most), then :func:`job_order` (least flexible, largest gangs first) when the
+    budget leaves room (:data:`SECOND_ORDER_ROOM`); with ``best_effort``, :func:`job_order`
+    then :func:`density_order` (weight placed per GPU).  Each order gets squeaky-wheel rounds
+    (:func:`_rounds`); if no order places every job, the consolidating baseline's packing is
+    the fallback start."""
+    if instance.admission == "all":
+        orders = [("cost-density order", cost_density_order(instance)), ("flexibility order", job_order(instance))]
+    else:
+        orders = [("flexibility order", job_order(instance)), ("weight-density order", density_order(instance))]
+    st: State | None = None
+    path = ["greedy"]
+    for k, (name, order) in enumerate(orders):
+        start = time.monotonic()
+        cand, rounds = _rounds(instance, order, opts)
+        label = f"greedy({name}" + (f", {rounds} rounds)" if rounds > 1 else ")")
+        if st is None or cand.rank() < st.rank():
+            st, path = cand, [label]
+        took = time.monotonic() - start
+        if k + 1 < len(orders) and (opts.budget.expired() or opts.budget.left() < SECOND_ORDER_ROOM * took):
+            break
+    assert st is not None
     if not st.complete:
         st2 = consolidate_state(instance)
         path.append("consolidate-fallback")

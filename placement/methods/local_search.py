@@ -167,6 +167,7 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS)
     if len(others) > top:
         targets += [int(s) for s in rng.choice(others[top:], size=min(top, len(others) - top), replace=False)]
     holders = st.holders
+    gpus = st.gpus
     worst = sorted(alloc, key=lambda s: -score[s])[:2]
     old_j = st.priced(jp, alloc)
     for n in worst:
@@ -177,8 +178,10 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS)
                 if ip == jp:
                     continue
                 a_i = st.x[ip]
-                if n in a_i or m in st.x[jp] or not inst.jobs[ip].allows(inst.servers[n]):
+                if n in a_i or m in alloc or not inst.jobs[ip].allows(inst.servers[n]):
                     continue
+                if gpus[m] + a_i[m] < alloc[n] or gpus[n] + alloc[n] < a_i[m]:
+                    continue  # not enough GPUs after the exchange (CPU and memory: the trial below)
                 new_j = {s: c for s, c in alloc.items() if s != n}
                 new_j[m] = alloc[n]
                 new_i = {s: c for s, c in a_i.items() if s != m}
@@ -191,17 +194,16 @@ def _swap(st: State, jp: int, rng: np.random.Generator, top: int = SWAP_TARGETS)
                 if not _better(new, old) or not st.change_ok({jp: (alloc, new_j), ip: (a_i, new_i)}):
                     continue
                 # capacity (and shards) check by trial; anything short of both: as it was
-                snap = st.snapshot()
+                # (both released, their old servers and shards fit again)
+                old_zj, old_zi = dict(st.z.get(jp, {})) or None, dict(st.z.get(ip, {})) or None
                 st.release(jp)
                 st.release(ip)
-                if (
-                    st.room(jp, [m])[0] >= new_j[m]
-                    and st.take(jp, new_j)
-                    and st.room(ip, [n])[0] >= new_i[n]
-                    and st.take(ip, new_i)
-                ):
-                    return True
-                st.restore(snap)
+                if st.room(jp, [m])[0] >= new_j[m] and st.take(jp, new_j):
+                    if st.room(ip, [n])[0] >= new_i[n] and st.take(ip, new_i):
+                        return True
+                    st.release(jp)
+                st.take(jp, alloc, old_zj)
+                st.take(ip, a_i, old_zi)
     return False
 
 
