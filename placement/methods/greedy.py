@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from placement.methods.baselines import consolidate_state
-from placement.model.records import Instance
+from placement.model.records import Instance, Job
 from placement.model.tolerances import IMPROVE_RTOL
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, weight_factor
@@ -57,20 +57,20 @@ def density_order(instance: Instance) -> list[int]:
 
 
 def cost_density_order(instance: Instance) -> list[int]:
-    """Most objective per worker first: ``weight factor x compute_ms / workers`` (the
-    weight a worker's expected compute time carries in the objective), smaller gangs first
-    among equals.  Every worker of a job with a high density is worth a fast server more
-    than a worker of a large, light gang; this order gives fast servers to those workers
-    first (the rearrangement inequality, for the compute part)."""
+    """Most objective per worker first: ``weight factor x (compute_ms + all-reduce time at
+    the widest bandwidth of a domain) / workers``, the weight a worker's time carries in
+    the objective when its gang spreads inside a rack; smaller gangs first among equals.
+    Workers that weigh most get the fast servers (the rearrangement inequality, for the
+    compute part), and gangs whose all-reduce is heavy come before light ones."""
     jobs = instance.jobs
-    return sorted(
-        range(len(jobs)),
-        key=lambda jp: (
-            -weight_factor(instance, jobs[jp]) * jobs[jp].compute_ms / jobs[jp].workers,
-            jobs[jp].workers,
-            jp,
-        ),
-    )
+    cl = cluster_of(instance)
+    widest = max((d.bandwidth_gbps for d in cl.domains), default=0.0)
+
+    def density(job: Job) -> float:
+        comm = comm_ms(job, widest) if job.workers > 1 and widest > 0 else 0.0
+        return weight_factor(instance, job) * (job.compute_ms + comm) / job.workers
+
+    return sorted(range(len(jobs)), key=lambda jp: (-density(jobs[jp]), jobs[jp].workers, jp))
 
 
 def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
