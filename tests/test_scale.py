@@ -62,6 +62,42 @@ def test_greedy_places_type_restricted_jobs_by_retrying_them_first():
     assert not c.status.has_placement or g.objective < c.objective
 
 
+def test_cost_density_order_puts_the_workers_that_weigh_most_first():
+    from placement.methods.greedy import cost_density_order
+
+    base = generate(racks=2, servers_per_rack=4, jobs=4, seed=2)
+    j = base.jobs[0]
+    jobs = (
+        dataclasses.replace(j, id="light-gang", workers=8, compute_ms=400.0, gradient_mb=1.0, weight=1.0),
+        dataclasses.replace(j, id="heavy-gang", workers=8, compute_ms=400.0, gradient_mb=2000.0, weight=1.0),
+        dataclasses.replace(j, id="single", workers=1, compute_ms=100.0, gradient_mb=1.0, weight=1.0),
+        dataclasses.replace(j, id="weighted-single", workers=1, compute_ms=100.0, gradient_mb=1.0, weight=2.0),
+    )
+    inst = checked(base.replace(jobs=jobs))
+    # ms per worker: 200; 100; (400 + 280 of all-reduce at the rack's 100 Gbit/s) / 8 = 85; about 50
+    assert [inst.jobs[jp].id for jp in cost_density_order(inst)] == [
+        "weighted-single",
+        "single",
+        "heavy-gang",
+        "light-gang",
+    ]
+
+
+def test_greedy_keeps_the_better_of_its_two_orders():
+    from placement.evaluation import evaluate
+    from placement.methods.greedy import cost_density_order, greedy_state, job_order
+
+    inst = generate(
+        topology="multi-pod", pods=2, racks=4, servers_per_rack=8, servers_from="alibaba-v2023", jobs=60, seed=3
+    )
+    g = placement.solve(inst, "greedy")
+    check_solution(inst, g)
+    for order in (cost_density_order(inst), job_order(inst)):
+        st = greedy_state(inst, order)
+        if st.complete:
+            assert g.objective <= evaluate(inst, st.assignment()).objective * (1 + 1e-9)
+
+
 def _changed(inst, share=0.1, seed=1):
     rng = np.random.default_rng(seed)
     servers = list(inst.servers)
