@@ -31,6 +31,8 @@ or overrides stay singletons.  Solved by HiGHS (highspy) directly; the reported 
 from __future__ import annotations
 
 import math
+import time
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +48,14 @@ __all__ = ["transport_lower_bound", "CLASS_STEP"]
 
 CLASS_STEP = 0.02
 """Expected slowdowns are rounded down to multiples of this to form server classes."""
+PRICING_START = 12
+PRICING_ADD = 12
+PRICING_RTOL = 1e-9
+PRICING_RESTART = 0.2
+"""Column generation (:func:`_solve_with_pricing`): classes per job in the first LP, columns
+added per job and round, the reduced cost (relative to the column's size) below which a
+column is priced in, and the share of new columns above which the LP is solved again from
+scratch (interior point) rather than by the simplex from the last basis."""
 
 
 def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> float | None:
@@ -98,11 +108,15 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         multi = []
 
     J = len(instance.jobs)
+    narrowest = min((float(b) for b in [*(b for b, _ in multi), *intra] if b > 0), default=1.0)
     # row blocks: convexity (J), worker link (J), cost by the average (J), cost by the
     # spread bound (J), class capacity (C), subclass capacity (F)
     r_cvx, r_link, r_cost, r_spread, r_cap, r_sub = 0, J, 2 * J, 3 * J, 4 * J, 4 * J + C
     # columns in blocks of equal length: (cost, lower bound, rows [cols x nnz], values)
-    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    blocks: list[Block] = []
+    # per job, its columns over the classes (single-server options, workers of the tiers,
+    # single workers): priced in
+    lazy: list[Lazy] = []
 
     def add(cost: np.ndarray, lower: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         blocks.append((cost, lower, np.atleast_2d(rows), np.atleast_2d(vals)))
@@ -128,6 +142,12 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         E = np.where(usable, a_c * m_c, np.inf)
         row_lower[r_cost + jp] = row_lower[r_spread + jp] = ps_floor_of(instance, jp)
         one = np.ones(1)
+        if home_aware:
+            # an artificial option at a price above any real one, so that the first
+            # restricted LPs of the column generation are feasible (more options: the LP
+            # optimum can only drop, so its value stays a lower bound)
+            worst = float(E[usable].max(initial=0.0)) + (comm_ms(job, narrowest) if W > 1 else 0.0)
+            add(one * weight_factor(instance, job) * (10.0 * worst + lb + 1.0), one * 0.0, np.array([r_cvx + jp]), one)
         add(
             one * weight_factor(instance, job),
             one * (lb if home_aware else 0.0),
@@ -159,7 +179,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                 axis=1,
             )
             vals = np.stack([np.ones(len(xs)), -E[xs], -E[xs], np.ones(len(xs))], axis=1)
-            add(np.zeros(len(xs)), np.zeros(len(xs)), rows, vals)
+            lazy.append((rows, vals, E[xs], 1.0))  # their sum is 1 (convexity)
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
         if len(cs):
@@ -178,7 +198,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             vals = np.stack(
                 [np.ones(len(cs)), -cost, -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1
             )
-            add(np.zeros(len(cs)), np.zeros(len(cs)), rows, vals)
+            lazy.append((rows, vals, cost, 1.0))  # their sum is at most 1 (convexity)
         if W < 2:
             continue
         tiers = sorted({b for b, r in multi if r >= W})
@@ -199,12 +219,111 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             xs = np.flatnonzero(usable)
             rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
             vals = np.stack([np.ones(len(xs)), -E[xs] / W, np.ones(len(xs))], axis=1)
-            add(np.zeros(len(xs)), np.zeros(len(xs)), rows, vals)
+            lazy.append((rows, vals, E[xs], float(W)))  # their sum is at most W (worker link)
+    if not home_aware:  # the plain LP: every column at once, as before
+        blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
+        lazy = []
+    bound = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s)
+    return None if bound is None else bound * (1 - TRANSPORT_LP_RTOL)
+
+
+Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Lazy = tuple[np.ndarray, np.ndarray, np.ndarray, float]
+
+
+def _solve_with_pricing(
+    highspy: Any,
+    blocks: list[Block],
+    lazy: list[Lazy],
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    time_limit_s: float,
+    rounds: int | None = None,
+) -> float | None:
+    """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
+    its columns' rows, values, expected times and the most their sum can be; their cost is
+    0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
+    expected time; after each solve, a job's columns of negative reduced cost (``-y . column``
+    with the row duals ``y``) join, the :data:`PRICING_ADD` most negative at a time, and the
+    simplex goes on from the last basis, until none is left: then the restricted optimum is
+    the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
+    sum over jobs of (their most) x min(0, least reduced cost)``, valid for the whole LP, is
+    returned (the best of the rounds); also after ``rounds`` solves, if given (for tests)."""
+    deadline = time.monotonic() + max(0.1, time_limit_s)
+    masks = []
+    for _, _, key, _ in lazy:
+        m = np.zeros(len(key), dtype=bool)
+        order = np.argsort(key, kind="stable")
+        m[order[:PRICING_START]] = True  # the cheapest, and as many spread over the rest
+        m[order[np.linspace(0, len(key) - 1, PRICING_START).astype(np.int64)]] = True
+        masks.append(m)
+    cols = blocks + [
+        (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
+    ]
+    h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
+    best: float | None = None
+    while h is not None:
+        z = float(h.getInfo().objective_function_value)
+        y = np.asarray(h.getSolution().row_dual)
+        slack = 0.0
+        new: list[tuple[np.ndarray, np.ndarray]] = []
+        for k, (r, v, _, most) in enumerate(lazy):
+            miss = np.flatnonzero(~masks[k])
+            if not len(miss):
+                continue
+            rc = -(y[r[miss]] * v[miss]).sum(axis=1)
+            neg = rc < -PRICING_RTOL * (1.0 + np.abs(v[miss]).max(axis=1))
+            if neg.any():
+                slack += most * float(rc.min())
+                pick = miss[neg][np.argsort(rc[neg], kind="stable")[:PRICING_ADD]]
+                masks[k][pick] = True
+                new.append((r[pick], v[pick]))
+        if not new:
+            return z
+        best = max(best if best is not None else -math.inf, z + slack)
+        left = deadline - time.monotonic()
+        if left <= 0 or (rounds is not None and (rounds := rounds - 1) <= 0):
+            return best
+        lengths = np.concatenate([np.full(r.shape[0], r.shape[1]) for r, _ in new])
+        n = len(lengths)
+        if n > PRICING_RESTART * h.getNumCol():
+            # many new columns (the first rounds): interior point again, from scratch
+            cols = blocks + [
+                (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
+            ]
+            h = _solve_lp(highspy, cols, row_lower, row_upper, left)
+            continue
+        h.addCols(
+            n,
+            np.zeros(n),
+            np.zeros(n),
+            np.full(n, highspy.kHighsInf),
+            int(lengths.sum()),
+            np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int32),
+            np.concatenate([r.ravel() for r, _ in new]).astype(np.int32),
+            np.concatenate([v.ravel() for _, v in new]).astype(float),
+        )
+        h.setOptionValue("solver", "simplex")  # on from the last basis
+        h.setOptionValue("time_limit", float(left))
+        with native_stdout_silenced():
+            interruptible_run(h)
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return best
+    return best
+
+
+def _solve_lp(
+    highspy: Any, blocks: list[Block], row_lower: np.ndarray, row_upper: np.ndarray, time_limit_s: float
+) -> Any | None:
+    """HiGHS (interior point) on the columns ``blocks`` (cost, lower bound, rows, values per
+    column); the solved ``Highs`` object, or ``None`` if not solved to optimality in time."""
+    if time_limit_s <= 0:
+        return None
     cost_all = np.concatenate([bl[0] for bl in blocks])
     n = len(cost_all)
     lp = highspy.HighsLp()
     lp.num_col_ = n
-    lp.num_row_ = 4 * J + C + F
+    lp.num_row_ = len(row_lower)
     lp.col_cost_ = cost_all
     lp.col_lower_ = np.concatenate([bl[1] for bl in blocks])
     lp.col_upper_ = np.full(n, highspy.kHighsInf)
@@ -225,4 +344,4 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         interruptible_run(h)
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    return float(h.getInfo().objective_function_value) * (1 - TRANSPORT_LP_RTOL)
+    return h

@@ -98,6 +98,47 @@ def test_greedy_keeps_the_better_of_its_two_orders():
             assert g.objective <= evaluate(inst, st.assignment()).objective * (1 + 1e-9)
 
 
+def _mostly_one_gpu_fleet():
+    return generate(
+        topology="multi-pod",
+        pods=2,
+        racks=4,
+        servers_per_rack=8,
+        servers_from="alibaba-v2023",
+        single_gpu_fraction=0.5,
+        used_fraction=0.5,
+        regime="heavy-tail",
+        jobs=80,
+        load=0.9,
+        seed=3,
+    )
+
+
+def test_the_transport_lp_by_column_generation_is_the_whole_lp(monkeypatch):
+    from placement.formulations import transport
+
+    inst = _mostly_one_gpu_fleet()
+    priced = transport_lower_bound(inst)
+    monkeypatch.setattr(transport, "PRICING_START", 10**5)  # every column in the first LP
+    whole = transport_lower_bound(inst)
+    assert priced is not None and whole is not None
+    assert abs(priced - whole) <= 1e-7 * whole
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_the_transport_lp_cut_short_returns_a_valid_lagrangian_bound(monkeypatch, rounds):
+    from placement.formulations import transport
+
+    inst = _mostly_one_gpu_fleet()
+    whole = transport_lower_bound(inst)
+    monkeypatch.setattr(transport, "PRICING_START", 2)
+    real = transport._solve_with_pricing
+    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a: real(*a, rounds=rounds))
+    cut = transport_lower_bound(inst)
+    assert whole is not None and cut is not None
+    assert cut <= whole * (1 + 1e-9)
+
+
 def _changed(inst, share=0.1, seed=1):
     rng = np.random.default_rng(seed)
     servers = list(inst.servers)
