@@ -129,10 +129,12 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     row_lower[r_cap:] = -highspy.kHighsInf
     row_upper[r_cap:r_sub] = cap
     row_upper[r_sub:] = sub_cap
+    floor = 0.0  # sum of f_j x job_lower_bound: the LP's optimum is at least this (e_j >= it)
     for jp, job in enumerate(instance.jobs):
         lb = job_lower_bound(instance, jp)
         if not math.isfinite(lb):
             return None
+        floor += weight_factor(instance, job) * lb if home_aware else 0.0
         W = job.workers
         a_c = idx.job_a(jp)[rep]
         m_c = class_mean.copy()
@@ -224,7 +226,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
     bound = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s)
-    return None if bound is None else bound * (1 - TRANSPORT_LP_RTOL)
+    # cut short, the Lagrangian bound can be far below the floor every column respects
+    return None if bound is None else max(bound * (1 - TRANSPORT_LP_RTOL), floor)
 
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
