@@ -290,12 +290,14 @@ def bound_then_improve(
     instance: Instance, opts: Options, best: Assignment, path: list[str], label: str = ""
 ) -> tuple[Assignment, float | None]:
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
-    ``all``; 30% of the time left, at least 0.5 s), then local search from ``best`` with the
+    ``all``; at most half the time left, at least 0.5 s: it stops when solved, and on large
+    fleets a bound is worth more than the last tenths of a percent local search finds), then
+    local search from ``best`` with the
     rest of the budget less the driver's checks margin; the better of the two placements.
     With a ``label``, both steps are named in ``path`` after it."""
     bound = None
     if instance.admission == "all":
-        bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.3 * opts.budget.left()))
+        bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.5 * opts.budget.left()))
         if bound is not None and label:
             path.append(f"{label}transport_bound")
         opts.report("bound", best, bound)
