@@ -178,7 +178,7 @@ def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> Stat
 
 GREEDY_ROUNDS = 4
 """Squeaky-wheel rounds: jobs left out by one greedy pass go first in the next."""
-SECOND_ORDER_ROOM = 4.0
+SECOND_ORDER_ROOM = 8.0
 """``greedy`` builds from its second order only when the time left is at least this many
 times what the first took."""
 
