@@ -52,6 +52,8 @@ PRICING_START = 12
 PRICING_ADD = 12
 PRICING_RTOL = 1e-9
 PRICING_RESTART = 0.2
+ARTIFICIAL_RAISE = 100.0
+ARTIFICIAL_ROUNDS = 3
 """Column generation (:func:`_solve_with_pricing`): classes per job in the first LP, columns
 added per job and round, the reduced cost (relative to the column's size) below which a
 column is priced in, and the share of new columns above which the LP is solved again from
@@ -109,6 +111,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
 
     J = len(instance.jobs)
     narrowest = min((float(b) for b in [*(b for b, _ in multi), *intra] if b > 0), default=1.0)
+    artificial: list[int] = []  # their block positions
     # row blocks: convexity (J), worker link (J), cost by the average (J), cost by the
     # spread bound (J), class capacity (C), subclass capacity (F)
     r_cvx, r_link, r_cost, r_spread, r_cap, r_sub = 0, J, 2 * J, 3 * J, 4 * J, 4 * J + C
@@ -145,10 +148,11 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         row_lower[r_cost + jp] = row_lower[r_spread + jp] = ps_floor_of(instance, jp)
         one = np.ones(1)
         if home_aware:
-            # an artificial option at a price above any real one, so that the first
-            # restricted LPs of the column generation are feasible (more options: the LP
-            # optimum can only drop, so its value stays a lower bound)
+            # an artificial option, dearer than the job's real ones, so that the first
+            # restricted LPs are feasible (an LP with more options has no higher optimum: its
+            # value stays a bound; made dearer while the optimum uses it)
             worst = float(E[usable].max(initial=0.0)) + (comm_ms(job, narrowest) if W > 1 else 0.0)
+            artificial.append(len(blocks))
             add(one * weight_factor(instance, job) * (10.0 * worst + lb + 1.0), one * 0.0, np.array([r_cvx + jp]), one)
         add(
             one * weight_factor(instance, job),
@@ -225,7 +229,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
-    bound = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s)
+    bound = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s, artificial)
     # cut short, the Lagrangian bound can be far below the floor every column respects
     return None if bound is None else max(bound * (1 - TRANSPORT_LP_RTOL), floor)
 
@@ -241,17 +245,28 @@ def _solve_with_pricing(
     row_lower: np.ndarray,
     row_upper: np.ndarray,
     time_limit_s: float,
+    artificial: list[int] | None = None,
     rounds: int | None = None,
 ) -> float | None:
     """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
     its columns' rows, values, expected times and the most their sum can be; their cost is
     0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
-    expected time; after each solve, a job's columns of negative reduced cost (``-y . column``
+    expected time and as many spread over the rest (every column if that LP is infeasible);
+    after each solve, a job's columns of negative reduced cost (``-y . column``
     with the row duals ``y``) join, the :data:`PRICING_ADD` most negative at a time, and the
     simplex goes on from the last basis, until none is left: then the restricted optimum is
     the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
     sum over jobs of (their most) x min(0, least reduced cost)``, valid for the whole LP, is
-    returned (the best of the rounds); also after ``rounds`` solves, if given (for tests)."""
+    returned (the best of the rounds); also after ``rounds`` solves, if given (for tests).
+
+    The blocks at positions ``artificial`` are one-column options without capacity use
+    that keep the first LPs feasible; while the optimum uses one, their costs are raised
+    :data:`ARTIFICIAL_RAISE`-fold (at most :data:`ARTIFICIAL_ROUNDS` times) and the pricing
+    goes on."""
+    art = sorted(artificial or [])
+    starts = np.cumsum([0] + [len(bl[0]) for bl in blocks])
+    art_cols = starts[art].astype(np.int32)
+    raises = 0
     deadline = time.monotonic() + max(0.1, time_limit_s)
     masks = []
     for _, _, key, _ in lazy:
@@ -264,8 +279,14 @@ def _solve_with_pricing(
         (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
     ]
     h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
+    if h is not None and h.getModelStatus() == highspy.HighsModelStatus.kInfeasible and lazy:
+        # the first classes cannot hold every job: every column, at once
+        for m in masks:
+            m[:] = True
+        cols = blocks + [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
+        h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
     best: float | None = None
-    while h is not None:
+    while h is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         z = float(h.getInfo().objective_function_value)
         y = np.asarray(h.getSolution().row_dual)
         slack = 0.0
@@ -282,7 +303,20 @@ def _solve_with_pricing(
                 masks[k][pick] = True
                 new.append((r[pick], v[pick]))
         if not new:
-            return z
+            used = np.asarray(h.getSolution().col_value)[art_cols] > 1e-9 if len(art_cols) else np.zeros(0, bool)
+            if not used.any():
+                return z
+            if raises >= ARTIFICIAL_ROUNDS:  # the LP without them is likely infeasible
+                return None
+            raises += 1
+            for k in art:
+                blocks[k][0][:] *= ARTIFICIAL_RAISE  # also for a later restart from scratch
+            h.changeColsCost(len(art_cols), art_cols, np.array([blocks[k][0][0] for k in art], dtype=float))
+            h.setOptionValue("solver", "simplex")
+            h.setOptionValue("time_limit", float(max(0.0, deadline - time.monotonic())))
+            with native_stdout_silenced():
+                interruptible_run(h)
+            continue
         best = max(best if best is not None else -math.inf, z + slack)
         left = deadline - time.monotonic()
         if left <= 0 or (rounds is not None and (rounds := rounds - 1) <= 0):
@@ -310,8 +344,6 @@ def _solve_with_pricing(
         h.setOptionValue("time_limit", float(left))
         with native_stdout_silenced():
             interruptible_run(h)
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return best
     return best
 
 
@@ -319,7 +351,8 @@ def _solve_lp(
     highspy: Any, blocks: list[Block], row_lower: np.ndarray, row_upper: np.ndarray, time_limit_s: float
 ) -> Any | None:
     """HiGHS (interior point) on the columns ``blocks`` (cost, lower bound, rows, values per
-    column); the solved ``Highs`` object, or ``None`` if not solved to optimality in time."""
+    column); the ``Highs`` object after the run (its model status says how it ended), or
+    ``None`` without time."""
     if time_limit_s <= 0:
         return None
     cost_all = np.concatenate([bl[0] for bl in blocks])
@@ -345,6 +378,4 @@ def _solve_lp(
     with native_stdout_silenced():
         h.passModel(lp)
         interruptible_run(h)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
     return h

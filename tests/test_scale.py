@@ -139,6 +139,18 @@ def test_the_transport_lp_cut_short_returns_a_valid_lagrangian_bound(monkeypatch
     assert cut <= whole * (1 + 1e-9)
 
 
+def test_the_transport_lp_raises_its_artificial_options_until_the_optimum_does_not_use_them(monkeypatch):
+    from placement.formulations import transport
+    from placement.instances.scaling import SCALING
+
+    inst = generate(**SCALING["fleet-0064"])
+    lp = transport_lower_bound(inst)
+    # the LP without artificial options, as solved before column generation (bench bounds)
+    assert lp == pytest.approx(6755.38, rel=1e-5)
+    monkeypatch.setattr(transport, "ARTIFICIAL_ROUNDS", 0)
+    assert transport_lower_bound(inst) is None  # at their first price the optimum used one
+
+
 def _changed(inst, share=0.1, seed=1):
     rng = np.random.default_rng(seed)
     servers = list(inst.servers)
