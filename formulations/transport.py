@@ -251,8 +251,7 @@ def _solve_with_pricing(
     """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
     its columns' rows, values, expected times and the most their sum can be; their cost is
     0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
-    expected time and as many spread over the rest (every column if that LP is infeasible);
-    after each solve, a job's columns of negative reduced cost (``-y . column``
+    expected time and as many spread over the rest; after each solve, a job's columns of negative reduced cost (``-y . column``
     with the row duals ``y``) join, the :data:`PRICING_ADD` most negative at a time, and the
     simplex goes on from the last basis, until none is left: then the restricted optimum is
     the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
@@ -279,12 +278,6 @@ def _solve_with_pricing(
         (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
     ]
     h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
-    if h is not None and h.getModelStatus() == highspy.HighsModelStatus.kInfeasible and lazy:
-        # the first classes cannot hold every job: every column, at once
-        for m in masks:
-            m[:] = True
-        cols = blocks + [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
-        h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
     best: float | None = None
     while h is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         z = float(h.getInfo().objective_function_value)

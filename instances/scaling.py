@@ -15,47 +15,44 @@ from typing import Any
 
 __all__ = ["SCALING", "write_scaling"]
 
-# servers = pods x racks x servers_per_rack; seed 1 leaves a job of the 1,000-server fleet
-# with no usable GPU (its GPU types are all taken by running jobs): that size uses seed 2
-SCALING: dict[str, dict[str, Any]] = {
-    f"fleet-{pods * racks * spr:04d}": dict(
+
+def _fleet(prefix: str, pods: int, racks: int, spr: int, **kw: Any) -> tuple[str, dict[str, Any]]:
+    """A multi-pod fleet of Alibaba-v2023 server shapes, a fifth of its servers hot."""
+    n = pods * racks * spr
+    spec = dict(
         topology="multi-pod",
         pods=pods,
         racks=racks,
         servers_per_rack=spr,
         servers_from="alibaba-v2023",
-        regime="hot",
         hot_fraction=0.2,
+    )
+    return f"{prefix}-{n:04d}", {**spec, **kw, "name": f"{prefix}-{n}"}
+
+
+# servers = pods x racks x servers_per_rack; seed 1 leaves a job of the 1,000-server fleet
+# with no usable GPU (its GPU types are all taken by running jobs): that size uses seed 2
+SCALING: dict[str, dict[str, Any]] = dict(
+    _fleet(
+        "fleet",
+        pods,
+        racks,
+        spr,
+        regime="hot",
         used_fraction=0.75,
         jobs=max(4, pods * racks * spr * 2 // 5),
         load=0.8,
         seed=2 if pods * racks * spr == 1000 else 1,
-        name=f"fleet-{pods * racks * spr}",
     )
     for pods, racks, spr in ((1, 2, 8), (1, 4, 16), (2, 8, 16), (5, 10, 20), (10, 10, 20), (10, 20, 20))
-}
+)
 # fleets of mostly one-GPU servers (two in three are one-GPU slices of the Alibaba shapes:
-# seven GPU types), nothing running yet, heavy-tailed slowdowns with a fifth of the servers
-# hot, ElasticFlow gang sizes of up to 64 workers demanding about 90% of the GPUs; the
-# largest has 4,278 servers, 10,605 GPUs and 1,600 jobs
+# seven GPU types), nothing running yet, heavy-tailed slowdowns, ElasticFlow gang sizes of up
+# to 64 workers demanding about 90% of the GPUs; the largest has 4,278 servers, 10,605 GPUs
+# and 1,600 jobs
 SCALING.update(
-    {
-        f"fleet1g-{pods * racks * spr:04d}": dict(
-            topology="multi-pod",
-            pods=pods,
-            racks=racks,
-            servers_per_rack=spr,
-            servers_from="alibaba-v2023",
-            single_gpu_fraction=0.65,
-            regime="heavy-tail",
-            hot_fraction=0.2,
-            jobs=jobs,
-            load=0.95,
-            seed=1,
-            name=f"fleet1g-{pods * racks * spr}",
-        )
-        for pods, racks, spr, jobs in ((5, 10, 20, 400), (6, 23, 31, 1600))
-    }
+    _fleet("fleet1g", pods, racks, spr, single_gpu_fraction=0.65, regime="heavy-tail", jobs=jobs, load=0.95, seed=1)
+    for pods, racks, spr, jobs in ((5, 10, 20, 400), (6, 23, 31, 1600))
 )
 
 
