@@ -24,8 +24,10 @@ expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, lo
 most that step), whose GPUs cap all workers, and subclasses of equal intra-server
 bandwidth and largest gang size (of the instance's) that fits in their free GPUs, whose GPUs
 cap the single-server options of gangs of two or more; servers a job restricts
-or overrides stay singletons.  Solved by HiGHS (highspy) directly; the reported bound is the LP optimum times
-``1 - TRANSPORT_LP_RTOL`` (its tolerance).
+or overrides stay singletons.  Solved by HiGHS (highspy) directly, by column generation over
+the per-class columns (:func:`_solve_with_pricing`); the reported bound is the LP optimum
+times ``1 - TRANSPORT_LP_RTOL`` (its tolerance), never below the sum of the jobs' simple
+bounds.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ ARTIFICIAL_RAISE = 100.0
 ARTIFICIAL_ROUNDS = 3
 """Column generation (:func:`_solve_with_pricing`): classes per job in the first LP, columns
 added per job and round, the reduced cost (relative to the column's size) below which a
-column is priced in, and the share of new columns above which the LP is solved again from
-scratch (interior point) rather than by the simplex from the last basis."""
+column is priced in, the share of new columns above which the LP is solved again from
+scratch (interior point) rather than by the simplex from the last basis, and how the
+artificial options' costs rise (factor, times) while the optimum uses one."""
 
 
 def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> float | None:
@@ -251,10 +254,10 @@ def _solve_with_pricing(
     """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
     its columns' rows, values, expected times and the most their sum can be; their cost is
     0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
-    expected time and as many spread over the rest; after each solve, a job's columns of negative reduced cost (``-y . column``
-    with the row duals ``y``) join, the :data:`PRICING_ADD` most negative at a time, and the
-    simplex goes on from the last basis, until none is left: then the restricted optimum is
-    the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
+    expected time and as many spread over the rest; after each solve, a job's columns of
+    negative reduced cost (``-y . column`` with the row duals ``y``) join, the
+    :data:`PRICING_ADD` most negative at a time, and the simplex goes on from the last basis,
+    until none is left: then the restricted optimum is the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
     sum over jobs of (their most) x min(0, least reduced cost)``, valid for the whole LP, is
     returned (the best of the rounds); also after ``rounds`` solves, if given (for tests).
 
@@ -274,10 +277,13 @@ def _solve_with_pricing(
         m[order[:PRICING_START]] = True  # the cheapest, and as many spread over the rest
         m[order[np.linspace(0, len(key) - 1, PRICING_START).astype(np.int64)]] = True
         masks.append(m)
-    cols = blocks + [
-        (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
-    ]
-    h = _solve_lp(highspy, cols, row_lower, row_upper, deadline - time.monotonic())
+
+    def restricted() -> list[Block]:  # the fixed columns and the priced-in ones
+        return blocks + [
+            (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
+        ]
+
+    h = _solve_lp(highspy, restricted(), row_lower, row_upper, deadline - time.monotonic())
     best: float | None = None
     while h is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         z = float(h.getInfo().objective_function_value)
@@ -318,10 +324,7 @@ def _solve_with_pricing(
         n = len(lengths)
         if n > PRICING_RESTART * h.getNumCol():
             # many new columns (the first rounds): interior point again, from scratch
-            cols = blocks + [
-                (np.zeros(int(m.sum())), np.zeros(int(m.sum())), r[m], v[m]) for (r, v, _, _), m in zip(lazy, masks)
-            ]
-            h = _solve_lp(highspy, cols, row_lower, row_upper, left)
+            h = _solve_lp(highspy, restricted(), row_lower, row_upper, left)
             continue
         h.addCols(
             n,

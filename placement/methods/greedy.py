@@ -213,7 +213,7 @@ def greedy(instance: Instance, opts: Options) -> Outcome:
     else:
         orders = [("flexibility order", job_order(instance)), ("weight-density order", density_order(instance))]
     st: State | None = None
-    path = ["greedy"]
+    path: list[str] = []
     for k, (name, order) in enumerate(orders):
         start = time.monotonic()
         cand, rounds = _rounds(instance, order, opts)

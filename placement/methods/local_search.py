@@ -292,8 +292,8 @@ def bound_then_improve(
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
     ``all``; at most half the time left, at least 0.5 s: it stops when solved, and on large
     fleets a bound is worth more than the last tenths of a percent local search finds), then
-    local search from ``best`` with the
-    rest of the budget less the driver's checks margin; the better of the two placements.
+    local search from ``best`` with the rest of the budget less the driver's checks margin;
+    the better of the two placements.
     With a ``label``, both steps are named in ``path`` after it."""
     bound = None
     if instance.admission == "all":
