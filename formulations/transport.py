@@ -13,8 +13,13 @@ the worker-weighted average); a parameter-server job adds its push/pull floor.  
   workers ``x_jc`` for the tiers (``sum_c x_jc = W_j sum_b t_jb``);
 - the classes' free GPUs as capacities, shared by both kinds;
 - ``e_j >= the option costs above``; again with the tiers' average replaced by the spread
-  bound of ``k >= 2`` servers (:func:`spread_lower_bound`); and ``e_j >= job_lower_bound``;
-  minimise ``sum_j f_j e_j``.
+  bound of ``k >= 2`` servers (:func:`spread_lower_bound`); again with each tier worker in
+  class ``c`` at ``(1/W_j)`` times the expected maximum of ``W_j / g_c`` independent copies
+  of the class's envelope (``g_c = min(most free GPUs of its servers, W_j - 1)``,
+  :func:`class_envelopes`): the expected maximum is concave in the servers used per class,
+  so at least its interpolation between the placements all in one class (the envelope
+  row: gangs spread over one-GPU servers wait for the slowest of many); and ``e_j >=
+  job_lower_bound``; minimise ``sum_j f_j e_j``.
 
 Any placement that places every job is a feasible point of equal or higher cost, so the LP
 optimum is a valid lower bound; it is at least the plain transportation LP's (where every
@@ -38,7 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from placement.evaluation.bounds import comm_lower_bound, job_lower_bound, ps_floor_of, spread_lower_bound
+from placement.evaluation.bounds import (
+    class_envelopes,
+    comm_lower_bound,
+    iid_max_means,
+    job_lower_bound,
+    ps_floor_of,
+    spread_lower_bound,
+)
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
@@ -113,11 +125,18 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         multi = []
 
     J = len(instance.jobs)
+    special_cls = np.array(sorted({int(cls[sp]) for sp in special_pos}), dtype=np.int64)
     narrowest = min((float(b) for b in [*(b for b, _ in multi), *intra] if b > 0), default=1.0)
     artificial: list[int] = []  # their block positions
     # row blocks: convexity (J), worker link (J), cost by the average (J), cost by the
-    # spread bound (J), class capacity (C), subclass capacity (F)
-    r_cvx, r_link, r_cost, r_spread, r_cap, r_sub = 0, J, 2 * J, 3 * J, 4 * J, 4 * J + C
+    # spread bound (J), cost by the class envelopes (J), class capacity (C), subclass
+    # capacity (F)
+    r_cvx, r_link, r_cost, r_spread, r_env = 0, J, 2 * J, 3 * J, 4 * J
+    r_cap, r_sub = 5 * J, 5 * J + C
+    order = np.argsort(cls, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(cls, minlength=C))[:-1])
+    envelopes = class_envelopes(instance, [m[free[m] > 0] for m in members]) if home_aware else None
+    tier_means: dict[int, np.ndarray] = {}  # per gang size, per class: see below
     # columns in blocks of equal length: (cost, lower bound, rows [cols x nnz], values)
     blocks: list[Block] = []
     # per job, its columns over the classes (single-server options, workers of the tiers,
@@ -127,8 +146,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     def add(cost: np.ndarray, lower: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         blocks.append((cost, lower, np.atleast_2d(rows), np.atleast_2d(vals)))
 
-    row_lower = np.zeros(4 * J + C + F)
-    row_upper = np.zeros(4 * J + C + F)
+    row_lower = np.zeros(5 * J + C + F)
+    row_upper = np.zeros(5 * J + C + F)
     row_lower[r_cvx : r_cvx + J] = 1.0
     row_upper[r_cvx : r_cvx + J] = 1.0
     row_upper[r_cost:r_cap] = highspy.kHighsInf
@@ -148,7 +167,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             m_c[cls[sp]] = idx.mean_slowdown(jp, sp)
         usable = np.isfinite(a_c) & (cap > 0)
         E = np.where(usable, a_c * m_c, np.inf)
-        row_lower[r_cost + jp] = row_lower[r_spread + jp] = ps_floor_of(instance, jp)
+        row_lower[r_cost + jp] = row_lower[r_spread + jp] = row_lower[r_env + jp] = ps_floor_of(instance, jp)
         one = np.ones(1)
         if home_aware:
             # an artificial option, dearer than the job's real ones, so that the first
@@ -160,8 +179,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         add(
             one * weight_factor(instance, job),
             one * (lb if home_aware else 0.0),
-            np.array([r_cost + jp, r_spread + jp]),
-            np.ones(2),
+            np.array([r_cost + jp, r_spread + jp, r_env + jp]),
+            np.ones(3),
         )  # e_j
         if not home_aware:
             cm = comm_lower_bound(instance, jp) - row_lower[r_cost + jp]
@@ -183,11 +202,12 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                     np.full(len(xs), r_cvx + jp),
                     np.full(len(xs), r_cost + jp),
                     np.full(len(xs), r_spread + jp),
+                    np.full(len(xs), r_env + jp),
                     r_cap + xs,
                 ],
                 axis=1,
             )
-            vals = np.stack([np.ones(len(xs)), -E[xs], -E[xs], np.ones(len(xs))], axis=1)
+            vals = np.stack([np.ones(len(xs)), -E[xs], -E[xs], -E[xs], np.ones(len(xs))], axis=1)
             lazy.append((rows, vals, E[xs], 1.0))  # their sum is 1 (convexity)
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
@@ -199,13 +219,14 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                     np.full(len(cs), r_cvx + jp),
                     np.full(len(cs), r_cost + jp),
                     np.full(len(cs), r_spread + jp),
+                    np.full(len(cs), r_env + jp),
                     r_cap + sub_cls[cs],
                     r_sub + cs,
                 ],
                 axis=1,
             )
             vals = np.stack(
-                [np.ones(len(cs)), -cost, -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1
+                [np.ones(len(cs)), -cost, -cost, -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1
             )
             lazy.append((rows, vals, cost, 1.0))  # their sum is at most 1 (convexity)
         if W < 2:
@@ -221,13 +242,31 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             add(
                 np.zeros(1),
                 np.zeros(1),
-                np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp]),
-                np.array([1.0, -float(W), -cm, -(cm + spread)]),
+                np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp, r_env + jp]),
+                np.array([1.0, -float(W), -cm, -(cm + spread), -cm]),
             )
         if tiers:
+            # the envelope row: on two or more servers a server holds at most g = min(most free
+            # GPUs of its class, W - 1) workers, so x_c workers in class c use at least x_c / g
+            # of its servers; E[max] >= h(x / g) = int 1 - prod_c F_c^(x_c / g_c), concave in x,
+            # hence >= its interpolation sum_c (x_c / W) h(W / g_c at class c) over the simplex
+            # of the W workers (at most E_c where unknown: a scenario table, singled out servers)
             xs = np.flatnonzero(usable)
-            rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
-            vals = np.stack([np.ones(len(xs)), -E[xs] / W, np.ones(len(xs))], axis=1)
+            V = E[xs]
+            if envelopes is not None:
+                if W not in tier_means:
+                    tier_means[W] = iid_max_means(envelopes, W / np.clip(np.minimum(class_most, W - 1), 1, None))
+                V = np.where(np.isin(xs, special_cls), V, a_c[xs] * tier_means[W][xs])
+            rows = np.stack(
+                [
+                    np.full(len(xs), r_link + jp),
+                    np.full(len(xs), r_cost + jp),
+                    np.full(len(xs), r_env + jp),
+                    r_cap + xs,
+                ],
+                axis=1,
+            )
+            vals = np.stack([np.ones(len(xs)), -E[xs] / W, -V / W, np.ones(len(xs))], axis=1)
             lazy.append((rows, vals, E[xs], float(W)))  # their sum is at most W (worker link)
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import placement
 from placement.cli.main import cli
 from placement.evaluation import lower_bound
+from placement.evaluation.bounds import class_envelopes, iid_max_means
 from placement.formats import checked
 from placement.formulations.transport import transport_lower_bound
 from placement.instances.generate import generate
@@ -145,8 +147,11 @@ def test_the_transport_lp_raises_its_artificial_options_until_the_optimum_does_n
 
     inst = generate(**SCALING["fleet-0064"])
     lp = transport_lower_bound(inst)
-    # the LP without artificial options, as solved before column generation (bench bounds)
-    assert lp == pytest.approx(6755.38, rel=1e-5)
+    with monkeypatch.context() as m:  # every column in the first LP: no artificial option used
+        m.setattr(transport, "PRICING_START", 10**5)
+        whole = transport_lower_bound(inst)
+    assert lp is not None and whole is not None
+    assert lp == pytest.approx(whole, rel=1e-7)
     monkeypatch.setattr(transport, "ARTIFICIAL_ROUNDS", 0)
     assert transport_lower_bound(inst) is None  # at their first price the optimum used one
 
@@ -281,3 +286,43 @@ def test_the_home_aware_bound_charges_gangs_that_cannot_all_have_whole_servers()
     home = transport_lower_bound(inst)
     assert plain is not None and home is not None
     assert plain * 1.05 < home <= opt.objective * (1 + 1e-9)
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 2**32 - 1))
+def test_a_class_envelope_bounds_the_expected_maximum_of_any_of_its_servers(seed):
+    """``iid_max_means`` of a group's envelope at ``k`` is at most ``E[max S]`` of every ``k``
+    of its servers (exact: the product of their CDFs), and grows with ``k``."""
+    inst = _mostly_one_gpu_fleet()
+    idx = arrays_of(inst)
+    rng = np.random.default_rng(seed)
+    group = rng.choice(len(inst.servers), size=int(rng.integers(1, 12)), replace=False)
+    env = class_envelopes(inst, [group])
+    assert env is not None
+    means = [float(iid_max_means(env, np.array([k]))[0]) for k in range(1, len(group) + 1)]
+    assert all(a <= b + 1e-12 for a, b in zip(means, means[1:]))
+    for k in range(1, len(group) + 1):
+        chosen = rng.choice(group, size=k, replace=False)
+        t = np.unique(np.concatenate([idx.dists[q][0] for q in chosen]))
+        below = np.ones(len(t))  # P(max <= t)
+        for q in chosen:
+            v, p = idx.dists[q]
+            below *= np.concatenate(([0.0], np.cumsum(p)))[np.searchsorted(v, t, side="right")]
+        exact = float(t @ np.diff(np.concatenate(([0.0], below))))
+        assert means[k - 1] <= exact * (1 + 1e-9)
+
+
+def test_the_envelope_row_raises_the_transport_bound_on_mostly_one_gpu_servers(monkeypatch):
+    """Gangs spread over one-GPU servers wait for the slowest of many: the envelope row
+    prices that, the average alone does not (the sweep in test_transport_bound_is_below_the
+    optimum keeps it valid)."""
+    from placement.formulations import transport
+    from placement.instances.scaling import SCALING
+
+    inst = generate(**dict(SCALING["fleet1g-1000"], pods=2, racks=4, servers_per_rack=8, jobs=40))
+    with_env = transport_lower_bound(inst)
+    sol = placement.solve(inst, "greedy")
+    monkeypatch.setattr(transport, "class_envelopes", lambda *a: None)
+    average = transport_lower_bound(inst)
+    assert with_env is not None and average is not None
+    assert average * 1.05 < with_env <= sol.objective  # 8,604.3 -> 9,454.8 when written

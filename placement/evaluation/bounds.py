@@ -18,6 +18,8 @@ __all__ = [
     "comm_lower_bound",
     "ps_floor_of",
     "spread_lower_bound",
+    "class_envelopes",
+    "iid_max_means",
     "lower_bound",
     "reportable_bound",
 ]
@@ -73,6 +75,44 @@ def _dist_codes(idx: EvalIndex) -> np.ndarray:
         codes = np.array([seen.setdefault((v.tobytes(), p.tobytes()), len(seen)) for v, p in idx.dists], dtype=np.int64)
         idx._spread_codes = codes  # type: ignore[attr-defined]
     return codes
+
+
+def class_envelopes(instance: Instance, groups: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per group of servers (independent slowdowns; ``None`` for a scenario table), the
+    pointwise largest CDF ``F_g(t) = max_n P(S_n <= t)`` over its servers, padded into arrays
+    (``t0`` per group, interval lengths ``dt`` and ``F`` at each interval's start, zero
+    past the last): every ``S_n`` of the group is stochastically at least ``F_g``, so ``k``
+    servers of the group have ``E[max S] >=`` :func:`iid_max_means` at ``k``.  Ties are
+    counted in (a larger ``F`` keeps that valid)."""
+    idx = arrays_of(instance)
+    if idx.scenario_probs is not None:
+        return None
+    codes = _dist_codes(idx)
+    grids: list[tuple[np.ndarray, np.ndarray]] = []
+    for members in groups:
+        dists = [idx.dists[int(q)] for q in members[np.unique(codes[members], return_index=True)[1]]]
+        t = np.unique(np.concatenate([v for v, _ in dists])) if dists else np.zeros(1)
+        F = np.zeros(len(t))
+        for v, p in dists:
+            cdf = np.concatenate(([0.0], np.cumsum(p)))
+            F = np.maximum(F, cdf[np.searchsorted(v, t * (1 + TIE_RTOL), side="right")])
+        grids.append((t, np.minimum(F, 1.0)))
+    L = max(len(t) for t, _ in grids)
+    t0 = np.array([t[0] for t, _ in grids])
+    dt = np.zeros((len(grids), L))
+    Fs = np.ones((len(grids), L))
+    for g, (t, F) in enumerate(grids):
+        dt[g, : len(t) - 1] = np.diff(t)
+        Fs[g, : len(t)] = F
+    return t0, dt, Fs
+
+
+def iid_max_means(envelopes: tuple[np.ndarray, np.ndarray, np.ndarray], k: np.ndarray) -> np.ndarray:
+    """Per group, ``E[max]`` of ``k`` (real, > 0) independent copies of its envelope
+    (:func:`class_envelopes`): ``t0 + sum dt (1 - F^k)``, concave and increasing in ``k``."""
+    t0, dt, F = envelopes
+    means: np.ndarray = t0 + (dt * (1.0 - F ** np.asarray(k, dtype=float)[:, None])).sum(axis=1)
+    return means
 
 
 def ps_floor_of(instance: Instance, jp: int) -> float:
