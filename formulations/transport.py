@@ -100,7 +100,9 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     cls = np.empty(len(free), dtype=np.int64)
     sub = np.empty(len(free), dtype=np.int64)
     for sp in range(len(free)):
-        key: tuple[object, ...] = ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]))
+        key: tuple[object, ...] = (
+            ("s", sp) if sp in special_pos else ("c", int(idx.type_codes[sp]), float(mean[sp]), int(free[sp]))
+        )
         cls[sp] = keys.setdefault(key, len(keys))
         fit = max((w for w in sizes if w <= free[sp]), default=0)  # the largest gang it can hold
         sub[sp] = subkeys.setdefault((cls[sp], fit, float(intra[sp])), len(subkeys))
