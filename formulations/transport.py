@@ -3,30 +3,32 @@ server classes.
 
 Every placement of job ``j`` is either on **one server** ``n`` (``E[T_j] >= E[a_jn S_n] +
 C_j(intra_n)``) or on **two or more servers** whose smallest bandwidth domain has bandwidth
-``b`` (``E[T_j] >= (1/W_j) sum_n x_jn E[a_jn S_n] + C_j(b)``: the expected maximum is at least
-the worker-weighted average); a parameter-server job adds its push/pull floor.  Also
-``E[T_j] >= job_lower_bound`` (one server, or the spread bound of ``k`` servers).  The LP:
+``b`` (``E[T_j] >= E[max_n a_jn S_n] + C_j(b)``); a parameter-server job adds its push/pull
+floor.  Also ``E[T_j] >= job_lower_bound``.  The LP:
 
 - per job, a convex combination of *single-server* options ``s_jc`` (a class ``c`` whose
   servers have room for the whole gang; they use ``W_j`` of the class's GPUs) and *tiers*
   ``t_jb`` (a bandwidth ``b`` of some domain with room for the gang), with fractional
   workers ``x_jc`` for the tiers (``sum_c x_jc = W_j sum_b t_jb``);
 - the classes' free GPUs as capacities, shared by both kinds;
-- ``e_j >= the option costs above``; again with the tiers' average replaced by the spread
-  bound of ``k >= 2`` servers (:func:`spread_lower_bound`); again with each tier worker in
-  class ``c`` at ``(1/W_j)`` times the expected maximum of ``W_j / g_c`` independent copies
-  of the class's envelope (``g_c = min(most free GPUs of its servers, W_j - 1)``,
-  :func:`class_envelopes`): the expected maximum is concave in the servers used per class,
-  so at least its interpolation between the placements all in one class (the envelope
-  row: gangs spread over one-GPU servers wait for the slowest of many); and ``e_j >=
-  job_lower_bound``; minimise ``sum_j f_j e_j``.
+- ``e_j >= the options' costs``, where a tier worker in class ``c`` costs ``1/W_j`` of
+  ``a_jc h_c``, the expected maximum of ``W_j / g_c`` independent copies of the class's
+  *envelope* (:func:`class_envelopes`; ``g_c = min(free GPUs of its servers, W_j - 1)``):
+  on two or more servers, ``x_c`` workers in class ``c`` use at least ``x_c / g_c`` of its
+  servers, every server is stochastically at least its class's envelope, and the expected
+  maximum ``int 1 - prod_c F_c^(x_c / g_c)`` is concave in ``x``, hence at least its
+  interpolation between the placements all in one class (gangs spread over one-GPU servers
+  wait for the slowest of many).  For a scenario table (correlated slowdowns) and singled
+  out servers ``h_c`` is the worker-weighted average's ``E[a_jc S]``;
+- ``e_j >= job_lower_bound``; minimise ``sum_j f_j e_j``.
 
 Any placement that places every job is a feasible point of equal or higher cost, so the LP
 optimum is a valid lower bound; it is at least the plain transportation LP's (where every
-job gets its widest bandwidth for free): gangs that do not all fit on single servers must
-pay for a domain's bandwidth.  Servers are aggregated into classes of equal GPU type and
-expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by at
-most that step), whose GPUs cap all workers, and subclasses of equal intra-server
+job gets its widest bandwidth for free and the average of its workers' expectations):
+gangs that do not all fit on single servers must pay for a domain's bandwidth and for the
+slowest of their servers.  Servers are aggregated into classes of equal GPU type, free GPUs
+and expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by
+at most that step), whose GPUs cap all workers, and subclasses of equal intra-server
 bandwidth and largest gang size (of the instance's) that fits in their free GPUs, whose GPUs
 cap the single-server options of gangs of two or more; servers a job restricts
 or overrides stay singletons.  Solved by HiGHS (highspy) directly, by column generation over
@@ -49,7 +51,6 @@ from placement.evaluation.bounds import (
     iid_max_means,
     job_lower_bound,
     ps_floor_of,
-    spread_lower_bound,
 )
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
 from placement.model.records import Instance
@@ -130,11 +131,9 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     special_cls = np.array(sorted({int(cls[sp]) for sp in special_pos}), dtype=np.int64)
     narrowest = min((float(b) for b in [*(b for b, _ in multi), *intra] if b > 0), default=1.0)
     artificial: list[int] = []  # their block positions
-    # row blocks: convexity (J), worker link (J), cost by the average (J), cost by the
-    # spread bound (J), cost by the class envelopes (J), class capacity (C), subclass
+    # row blocks: convexity (J), worker link (J), cost (J), class capacity (C), subclass
     # capacity (F)
-    r_cvx, r_link, r_cost, r_spread, r_env = 0, J, 2 * J, 3 * J, 4 * J
-    r_cap, r_sub = 5 * J, 5 * J + C
+    r_cvx, r_link, r_cost, r_cap, r_sub = 0, J, 2 * J, 3 * J, 3 * J + C
     order = np.argsort(cls, kind="stable")
     members = np.split(order, np.cumsum(np.bincount(cls, minlength=C))[:-1])
     envelopes = class_envelopes(instance, [m[free[m] > 0] for m in members]) if home_aware else None
@@ -148,8 +147,8 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     def add(cost: np.ndarray, lower: np.ndarray, rows: np.ndarray, vals: np.ndarray) -> None:
         blocks.append((cost, lower, np.atleast_2d(rows), np.atleast_2d(vals)))
 
-    row_lower = np.zeros(5 * J + C + F)
-    row_upper = np.zeros(5 * J + C + F)
+    row_lower = np.zeros(3 * J + C + F)
+    row_upper = np.zeros(3 * J + C + F)
     row_lower[r_cvx : r_cvx + J] = 1.0
     row_upper[r_cvx : r_cvx + J] = 1.0
     row_upper[r_cost:r_cap] = highspy.kHighsInf
@@ -169,7 +168,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
             m_c[cls[sp]] = idx.mean_slowdown(jp, sp)
         usable = np.isfinite(a_c) & (cap > 0)
         E = np.where(usable, a_c * m_c, np.inf)
-        row_lower[r_cost + jp] = row_lower[r_spread + jp] = row_lower[r_env + jp] = ps_floor_of(instance, jp)
+        row_lower[r_cost + jp] = ps_floor_of(instance, jp)
         one = np.ones(1)
         if home_aware:
             # an artificial option, dearer than the job's real ones, so that the first
@@ -181,13 +180,13 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
         add(
             one * weight_factor(instance, job),
             one * (lb if home_aware else 0.0),
-            np.array([r_cost + jp, r_spread + jp, r_env + jp]),
-            np.ones(3),
+            np.array([r_cost + jp]),
+            one,
         )  # e_j
         if not home_aware:
             cm = comm_lower_bound(instance, jp) - row_lower[r_cost + jp]
-            tier = np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp])
-            add(np.zeros(1), np.zeros(1), tier, np.array([1.0, -float(W), -cm, -cm]))
+            tier = np.array([r_cvx + jp, r_link + jp, r_cost + jp])
+            add(np.zeros(1), np.zeros(1), tier, np.array([1.0, -float(W), -cm]))
             xs = np.flatnonzero(usable)
             rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
             add(
@@ -203,13 +202,11 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                 [
                     np.full(len(xs), r_cvx + jp),
                     np.full(len(xs), r_cost + jp),
-                    np.full(len(xs), r_spread + jp),
-                    np.full(len(xs), r_env + jp),
                     r_cap + xs,
                 ],
                 axis=1,
             )
-            vals = np.stack([np.ones(len(xs)), -E[xs], -E[xs], -E[xs], np.ones(len(xs))], axis=1)
+            vals = np.stack([np.ones(len(xs)), -E[xs], np.ones(len(xs))], axis=1)
             lazy.append((rows, vals, E[xs], 1.0))  # their sum is 1 (convexity)
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
@@ -220,56 +217,43 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
                 [
                     np.full(len(cs), r_cvx + jp),
                     np.full(len(cs), r_cost + jp),
-                    np.full(len(cs), r_spread + jp),
-                    np.full(len(cs), r_env + jp),
                     r_cap + sub_cls[cs],
                     r_sub + cs,
                 ],
                 axis=1,
             )
-            vals = np.stack(
-                [np.ones(len(cs)), -cost, -cost, -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1
-            )
+            vals = np.stack([np.ones(len(cs)), -cost, np.full(len(cs), float(W)), np.full(len(cs), float(W))], axis=1)
             lazy.append((rows, vals, cost, 1.0))  # their sum is at most 1 (convexity)
         if W < 2:
             continue
         tiers = sorted({b for b, r in multi if r >= W})
-        # two or more servers: their expected maximum is also at least the spread bound
         k = max(2, -(-W // max(1, int(class_most[usable].max(initial=1)))))
-        spread = max(spread_lower_bound(instance, jp, k), float(E[usable].min(initial=0.0))) if tiers else math.inf
-        if not math.isfinite(spread):
+        if int((np.isfinite(idx.job_a(jp)) & (free > 0)).sum()) < k:
             continue  # fewer than k usable servers: no placement on two or more
         for b in tiers:  # two or more servers whose smallest domain has bandwidth b
             cm = comm_ms(job, b)
             add(
                 np.zeros(1),
                 np.zeros(1),
-                np.array([r_cvx + jp, r_link + jp, r_cost + jp, r_spread + jp, r_env + jp]),
-                np.array([1.0, -float(W), -cm, -(cm + spread), -cm]),
+                np.array([r_cvx + jp, r_link + jp, r_cost + jp]),
+                np.array([1.0, -float(W), -cm]),
             )
         if tiers:
-            # the envelope row: on two or more servers a server holds at most g = min(most free
-            # GPUs of its class, W - 1) workers, so x_c workers in class c use at least x_c / g
-            # of its servers; E[max] >= h(x / g) = int 1 - prod_c F_c^(x_c / g_c), concave in x,
-            # hence >= its interpolation sum_c (x_c / W) h(W / g_c at class c) over the simplex
-            # of the W workers (at most E_c where unknown: a scenario table, singled out servers)
+            # the tier workers' cost: on two or more servers a server holds at most g = min(most
+            # free GPUs of its class, W - 1) workers, so x_c workers in class c use at least
+            # x_c / g of its servers; E[max] >= h(x / g) = int 1 - prod_c F_c^(x_c / g_c),
+            # concave in x, hence >= its interpolation sum_c (x_c / W) h(W / g_c at class c)
+            # over the simplex of the W workers (the average E_c where unknown: a scenario
+            # table, singled out servers)
             xs = np.flatnonzero(usable)
             V = E[xs]
             if envelopes is not None:
                 if W not in tier_means:
                     tier_means[W] = iid_max_means(envelopes, W / np.clip(np.minimum(class_most, W - 1), 1, None))
                 V = np.where(np.isin(xs, special_cls), V, a_c[xs] * tier_means[W][xs])
-            rows = np.stack(
-                [
-                    np.full(len(xs), r_link + jp),
-                    np.full(len(xs), r_cost + jp),
-                    np.full(len(xs), r_env + jp),
-                    r_cap + xs,
-                ],
-                axis=1,
-            )
-            vals = np.stack([np.ones(len(xs)), -E[xs] / W, -V / W, np.ones(len(xs))], axis=1)
-            lazy.append((rows, vals, E[xs], float(W)))  # their sum is at most W (worker link)
+            rows = np.stack([np.full(len(xs), r_link + jp), np.full(len(xs), r_cost + jp), r_cap + xs], axis=1)
+            vals = np.stack([np.ones(len(xs)), -V / W, np.ones(len(xs))], axis=1)
+            lazy.append((rows, vals, V, float(W)))  # their sum is at most W (worker link)
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
