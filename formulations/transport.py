@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,7 @@ from placement.problem.arrays import arrays_of
 from placement.problem.rules import comm_ms, singled_out_servers, weight_factor
 from placement.problem.topology import cluster_of
 
-__all__ = ["transport_lower_bound", "CLASS_STEP"]
+__all__ = ["transport_lower_bound", "transport_lp", "TransportLP", "CLASS_STEP"]
 
 CLASS_STEP = 0.02
 """Expected slowdowns are rounded down to multiples of this to form server classes."""
@@ -76,17 +77,34 @@ scratch (interior point) rather than by the simplex from the last basis, and how
 artificial options' costs rise (factor, times) while the optimum uses one."""
 
 
+@dataclass(frozen=True)
+class TransportLP:
+    """The transportation LP's bound (``None``: no valid bound) and, from its last duals,
+    per server the price of a GPU for a worker (its class's capacity row) and for a gang of
+    two or more on that one server (adding its subclass's row): what a GPU there is worth to
+    the other jobs, for price-guided construction (``None``: no LP was solved)."""
+
+    bound: float | None
+    gpu_price: np.ndarray | None = None
+    whole_price: np.ndarray | None = None
+
+
 def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> float | None:
     """The home-aware transportation-LP bound (``None``: best effort, no HiGHS, or not
     solved in time).  ``home_aware=False``: the plain transportation LP (every job at the
     average of its workers' classes plus its widest all-reduce, ``comm_lower_bound``), for
     ``python -m placement.bench bounds``'s side-by-side."""
+    return transport_lp(instance, time_limit_s=time_limit_s, home_aware=home_aware).bound
+
+
+def transport_lp(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> TransportLP:
+    """:func:`transport_lower_bound` with the LP's GPU prices (:class:`TransportLP`)."""
     if instance.admission != "all" or not instance.jobs:
-        return None
+        return TransportLP(None)
     try:
         import highspy
     except ImportError:  # pragma: no cover
-        return None
+        return TransportLP(None)
     idx = arrays_of(instance)
     cl = cluster_of(instance)
     free = cl.free_gpus
@@ -159,7 +177,7 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     for jp, job in enumerate(instance.jobs):
         lb = job_lower_bound(instance, jp)
         if not math.isfinite(lb):
-            return None
+            return TransportLP(None)
         floor += weight_factor(instance, job) * lb if home_aware else 0.0
         W = job.workers
         a_c = idx.job_a(jp)[rep]
@@ -257,9 +275,13 @@ def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, hom
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
-    bound = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s, artificial)
+    bound, y = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s, artificial)
     # cut short, the Lagrangian bound can be far below the floor every column respects
-    return None if bound is None else max(bound * (1 - TRANSPORT_LP_RTOL), floor)
+    bound = None if bound is None else max(bound * (1 - TRANSPORT_LP_RTOL), floor)
+    if y is None:
+        return TransportLP(bound)
+    gpu = np.maximum(0.0, -y[r_cap + cls])  # a <= row's dual is <= 0 when minimising
+    return TransportLP(bound, gpu, gpu + np.maximum(0.0, -y[r_sub + sub]))
 
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -275,7 +297,7 @@ def _solve_with_pricing(
     time_limit_s: float,
     artificial: list[int] | None = None,
     rounds: int | None = None,
-) -> float | None:
+) -> tuple[float | None, np.ndarray | None]:
     """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
     its columns' rows, values, expected times and the most their sum can be; their cost is
     0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
@@ -285,6 +307,7 @@ def _solve_with_pricing(
     until none is left: then the restricted optimum is the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
     sum over jobs of (their most) x min(0, least reduced cost)``, valid for the whole LP, is
     returned (the best of the rounds); also after ``rounds`` solves, if given (for tests).
+    With the value, the row duals of the last restricted optimum (``None``: none).
 
     The blocks at positions ``artificial`` are one-column options without capacity use
     that keep the first LPs feasible; while the optimum uses one, their costs are raised
@@ -310,6 +333,7 @@ def _solve_with_pricing(
 
     h = _solve_lp(highspy, restricted(), row_lower, row_upper, deadline - time.monotonic())
     best: float | None = None
+    y: np.ndarray | None = None
     while h is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         z = float(h.getInfo().objective_function_value)
         y = np.asarray(h.getSolution().row_dual)
@@ -329,9 +353,9 @@ def _solve_with_pricing(
         if not new:
             used = np.asarray(h.getSolution().col_value)[art_cols] > 1e-9 if len(art_cols) else np.zeros(0, bool)
             if not used.any():
-                return z
+                return z, y
             if raises >= ARTIFICIAL_ROUNDS:  # the LP without them is likely infeasible
-                return None
+                return None, None
             raises += 1
             for k in art:
                 blocks[k][0][:] *= ARTIFICIAL_RAISE  # also for a later restart from scratch
@@ -344,7 +368,7 @@ def _solve_with_pricing(
         best = max(best if best is not None else -math.inf, z + slack)
         left = deadline - time.monotonic()
         if left <= 0 or (rounds is not None and (rounds := rounds - 1) <= 0):
-            return best
+            return best, y
         lengths = np.concatenate([np.full(r.shape[0], r.shape[1]) for r, _ in new])
         n = len(lengths)
         if n > PRICING_RESTART * h.getNumCol():
@@ -365,7 +389,7 @@ def _solve_with_pricing(
         h.setOptionValue("time_limit", float(left))
         with native_stdout_silenced():
             interruptible_run(h)
-    return best
+    return best, y
 
 
 def _solve_lp(

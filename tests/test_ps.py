@@ -484,3 +484,56 @@ def test_milp_highs_stays_honest_when_handed_a_start_on_shard_modes(monkeypatch)
             assert sol.bound <= oracle.objective * (1 + 1e-6)
         if sol.status.value == "optimal":
             assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), sol.stats
+
+
+def test_pop_and_auto_keep_the_shards_their_steps_found():
+    """Where the shard rule, applied job by job to the workers alone, takes the only server
+    the other job's shard fits on (j0's shard on s0), the greedy's own shards are the way
+    out: ``pop`` (and ``auto``) return them instead of leaving them to the rule (found by
+    hypothesis: ``pop`` returned an invalid placement)."""
+    server = {"kind": "server", "gpu_type": "A", "intra_bandwidth_gbps": 300.0}
+    doc = {
+        "format": "placement-instance/1",
+        "name": "shards-clash",
+        "admission": "all",
+        "topology": {
+            "nodes": [
+                {"id": "s0", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 1.0},
+                {"id": "s1", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 0.0},
+                {"id": "s2", **server, "gpus": 2, "cpus": 0.0, "memory_gb": 0.0},
+                {"id": "core", "kind": "switch"},
+                {"id": "r0", "kind": "switch"},
+            ],
+            "edges": [
+                {"source": "r0", "target": "core", "bandwidth_gbps": 25.0},
+                *({"source": s, "target": "r0", "bandwidth_gbps": 25.0} for s in ("s0", "s1", "s2")),
+            ],
+        },
+        "jobs": [
+            {
+                "id": "j0",
+                "workers": 2,
+                "compute_ms": 10.0,
+                "gradient_mb": 0.0,
+                "architecture": "ps",
+                "ps_shards": 1,
+                "ps_cpus": 1.0,
+            },
+            {
+                "id": "j1",
+                "workers": 1,
+                "compute_ms": 10.0,
+                "gradient_mb": 0.0,
+                "architecture": "ps",
+                "ps_shards": 1,
+                "ps_cpus": 1.0,
+                "ps_memory_gb": 1.0,
+            },
+        ],
+    }
+    inst = instance_from_dict(doc)
+    for method in ("pop", "auto"):
+        sol = placement.solve(inst, method, time_limit_s=5)
+        check_solution(inst, sol)
+        assert sol.status in (placement.Status.OPTIMAL, placement.Status.FEASIBLE), sol.stats.get("message")
+        assert sol.shards["j1"] == {"s0": 1} and sol.shards["j0"] == {"s1": 1}

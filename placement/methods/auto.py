@@ -52,7 +52,7 @@ def auto(instance: Instance, opts: Options) -> Outcome:
             path += out.path
     g = greedy(instance, opts)
     path += ["auto:greedy"] + g.path
-    best, bound = g.assignment, None
+    best, shards, bound = g.assignment, g.shards, None
     opts.report("greedy", best)
     exact = _exact_step(instance, opts, best, path)
     if exact is not None:
@@ -63,14 +63,15 @@ def auto(instance: Instance, opts: Options) -> Outcome:
             exact.path = list(path)
             return exact
         bound = exact.bound
-        best = best_placement(instance, best, exact.assignment)[1]
+        k, best = best_placement(instance, best, exact.assignment)
+        shards = exact.shards if k == 1 else shards
         opts.report("exact", best, bound)
     if best is None:
         return Outcome(None, path=path, message=g.message)
-    best, tb = bound_then_improve(instance, opts, best, path, label="auto:")
+    best, shards, tb = bound_then_improve(instance, opts, best, path, label="auto:", shards=shards)
     if tb is not None:
         bound = tb if bound is None else max(bound, tb)
-    return Outcome(best, bound=bound, path=path)
+    return Outcome(best, bound=bound, path=path, shards=shards)
 
 
 def _exact_step(instance: Instance, opts: Options, start: Assignment | None, path: list[str]) -> Outcome | None:

@@ -22,7 +22,16 @@ from placement.problem.state import State
 from placement.problem.topology import cluster_of
 from placement.solving.options import Options, Outcome
 
-__all__ = ["greedy", "greedy_job", "greedy_state", "job_order", "density_order", "cost_density_order", "GREEDY_ROUNDS"]
+__all__ = [
+    "greedy",
+    "greedy_job",
+    "greedy_state",
+    "price_guided_greedy",
+    "job_order",
+    "density_order",
+    "cost_density_order",
+    "GREEDY_ROUNDS",
+]
 
 
 def job_order(instance: Instance) -> list[int]:
@@ -73,6 +82,10 @@ def cost_density_order(instance: Instance) -> list[int]:
     return sorted(range(len(jobs)), key=lambda jp: (-density(jobs[jp]), jobs[jp].workers, jp))
 
 
+Prices = tuple[np.ndarray, np.ndarray]
+"""Per server: the price of a GPU for a worker, and for a gang of two or more on one server."""
+
+
 def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
     need = W
     alloc: dict[int, int] = {}
@@ -85,9 +98,10 @@ def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> 
     return alloc
 
 
-def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
+def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[int, int] | None, float]:
     """The cheapest candidate allocation of ``jp`` on the current free capacity, and its
-    cost (inf: none fits).
+    cost (inf: none fits); with ``prices`` (per server, a GPU's price for a worker, and for
+    a gang of two or more on one server), the cheapest by cost plus the GPUs' prices.
 
     Candidates: the best single servers; and inside each bandwidth domain able to hold the
     gang, fills in three orders (expected compute time; fewest servers; probability of no
@@ -108,14 +122,18 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
     if crooms.sum() < W:
         return None, math.inf
     score = st.score(jp)
+    wf = weight_factor(inst, job)
+    per_worker = prices[0] if prices is not None else np.zeros(st.n)
+    per_whole = (prices[1] if W > 1 else prices[0]) if prices is not None else np.zeros(st.n)
     best_alloc: dict[int, int] | None = None
     best = math.inf
     single = cand[crooms >= W]
     if len(single):
         c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
-        top = single[np.argsort(score[single] + c, kind="stable")[:3]]
+        key = score[single] + c if prices is None else wf * (score[single] + c) + W * per_whole[single]
+        top = single[np.argsort(key, kind="stable")[:3]]
         singles = [{int(sp): W} for sp in top]
-        costs = st.alloc_costs(jp, singles)
+        costs = st.alloc_costs(jp, singles) + W * per_whole[top]
         k = int(np.argmin(costs))
         if math.isfinite(costs[k]):
             best_alloc, best = singles[k], float(costs[k])
@@ -136,7 +154,6 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
     lens = np.diff(np.append(offsets, len(concat)))
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
-    wf = weight_factor(inst, job)
     lb = np.array(
         [
             wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
@@ -152,7 +169,7 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
             members = cl.domain_members[order[pos]]
             pos += 1
             m = members[room_full[members] > 0]
-            r, sc = room_full[m], score[m]
+            r, sc = room_full[m], score[m] if prices is None else wf * score[m] + per_worker[m]
             sv = st.idx.job_survival(jp, m)
             for o in (np.lexsort((-r, sc)), np.lexsort((sc, -r)), np.lexsort((-r, sc, -sv))):
                 alloc = _fill(m, r, o, W)
@@ -161,16 +178,18 @@ def greedy_job(st: State, jp: int) -> tuple[dict[int, int] | None, float]:
         if not opts:
             continue
         costs = st.alloc_costs(jp, opts)
+        if prices is not None:
+            costs = costs + np.array([sum(per_worker[sp] * w for sp, w in a.items()) for a in opts])
         k = int(np.argmin(costs))
         if costs[k] < best:
             best_alloc, best = opts[k], float(costs[k])
     return best_alloc, best
 
 
-def greedy_state(instance: Instance, order: Sequence[int] | None = None) -> State:
+def greedy_state(instance: Instance, order: Sequence[int] | None = None, prices: Prices | None = None) -> State:
     st = State(instance)
     for jp in order if order is not None else job_order(instance):
-        alloc, _ = greedy_job(st, jp)
+        alloc, _ = greedy_job(st, jp, prices)
         if alloc is not None:
             st.take(jp, alloc)
     return st
@@ -183,19 +202,27 @@ SECOND_ORDER_ROOM = 8.0
 times what the first took."""
 
 
-def _rounds(instance: Instance, order: list[int], opts: Options) -> tuple[State, int]:
+def _rounds(instance: Instance, order: list[int], opts: Options, prices: Prices | None = None) -> tuple[State, int]:
     """A greedy pass in ``order``; with admission ``all``, jobs a pass could not place go
     first in the next, up to ``GREEDY_ROUNDS`` passes.  The best state and the passes made."""
-    st = greedy_state(instance, order)
+    st = greedy_state(instance, order, prices)
     rounds = 1
     while instance.admission == "all" and not st.complete and rounds < GREEDY_ROUNDS and not opts.budget.expired():
         failed = [jp for jp in order if jp not in st.x]
         order = failed + [jp for jp in order if jp in st.x]
-        nxt = greedy_state(instance, order)
+        nxt = greedy_state(instance, order, prices)
         rounds += 1
         if nxt.rank() < st.rank():
             st = nxt
     return st, rounds
+
+
+def price_guided_greedy(instance: Instance, prices: Prices, opts: Options) -> tuple[State, int]:
+    """The greedy in :func:`cost_density_order` (with squeaky-wheel rounds), each candidate
+    charged its GPUs' ``prices`` on top of its cost: the transportation LP's duals
+    (:class:`~placement.formulations.transport.TransportLP`) tell a single-worker job that a
+    GPU of an eight-GPU server is worth more to a gang.  The state and the passes made."""
+    return _rounds(instance, cost_density_order(instance), opts, prices)
 
 
 def greedy(instance: Instance, opts: Options) -> Outcome:

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from placement.evaluation.ranking import best_placement
-from placement.formulations.transport import transport_lower_bound
-from placement.methods.greedy import greedy, greedy_job
+from placement.evaluation.ranking import placement_key
+from placement.formulations.transport import transport_lp
+from placement.methods.greedy import greedy, greedy_job, price_guided_greedy
 from placement.methods.replan import start_from_previous
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import IMPROVE_RTOL
@@ -286,25 +286,60 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
 
 
+PRICED_ROOM = 0.3
+"""``bound_then_improve`` runs the price-guided greedy only with at least this share of the
+time limit left (a pass takes about 5 s at 4,000 servers)."""
+
+
 def bound_then_improve(
-    instance: Instance, opts: Options, best: Assignment, path: list[str], label: str = ""
-) -> tuple[Assignment, float | None]:
+    instance: Instance,
+    opts: Options,
+    best: Assignment,
+    path: list[str],
+    label: str = "",
+    shards: Assignment | None = None,
+) -> tuple[Assignment, Assignment | None, float | None]:
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
     ``all``; at most half the time left, at least 0.5 s: it stops when solved, and on large
-    fleets a bound is worth more than the last tenths of a percent local search finds), then
-    local search from ``best`` with the rest of the budget less the driver's checks margin;
-    the better of the two placements.
-    With a ``label``, both steps are named in ``path`` after it."""
+    fleets a bound is worth more than the last tenths of a percent local search finds); the
+    greedy guided by the LP's GPU prices (:func:`price_guided_greedy`) when at least
+    :data:`PRICED_ROOM` of the time limit is left; then local search from the better
+    placement with the rest of the budget less the driver's checks margin.  The best
+    placement (``best`` with its parameter-server ``shards``, or one found here with its
+    own), its shards and the bound.  With a ``label``, the steps are named in ``path``
+    after it."""
+    cands: list[tuple[Assignment, Assignment | None]] = [(best, shards)]
+    keys = [placement_key(instance, best, shards)]
+
+    def offer(assignment: Assignment | None, its_shards: Assignment | None) -> None:
+        if assignment is not None:
+            cands.append((assignment, its_shards))
+            keys.append(placement_key(instance, assignment, its_shards))
+
+    def leader() -> tuple[Assignment, Assignment | None]:
+        return cands[min(range(len(cands)), key=lambda i: (keys[i], i))]
+
     bound = None
     if instance.admission == "all":
-        bound = transport_lower_bound(instance, time_limit_s=max(0.5, 0.5 * opts.budget.left()))
+        lp = transport_lp(instance, time_limit_s=max(0.5, 0.5 * opts.budget.left()))
+        bound = lp.bound
         if bound is not None and label:
             path.append(f"{label}transport_bound")
         opts.report("bound", best, bound)
+        if (
+            lp.gpu_price is not None
+            and lp.whole_price is not None
+            and opts.budget.left() >= PRICED_ROOM * opts.time_limit_s
+        ):
+            st, rounds = price_guided_greedy(instance, (lp.gpu_price, lp.whole_price), opts)
+            path.append(f"{label}price_guided_greedy" + (f"({rounds} rounds)" if rounds > 1 else ""))
+            if st.complete:
+                offer(st.assignment(), st.shard_assignment())
+                opts.report("price_guided_greedy", leader()[0], bound)
     end = opts.budget.before(checks_margin(opts.time_limit_s))
     if end.left() > 0.1:
-        ls = local_search(instance, opts.but(start=best, budget=end, previous=None))
+        ls = local_search(instance, opts.but(start=leader()[0], budget=end, previous=None))
         path += ([f"{label}local_search"] if label else []) + ls.path
-        found = best_placement(instance, best, ls.assignment)[1]
-        best = best if found is None else found
-    return best, bound
+        offer(ls.assignment, ls.shards)
+    best, shards = leader()
+    return best, shards, bound

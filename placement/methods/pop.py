@@ -179,11 +179,12 @@ def pop(instance: Instance, opts: Options) -> Outcome:
             st.take(jp, alloc)
     path.append(f"stitched, repaired {len(missing)} job(s)")
     stitched: Assignment | None = st.assignment()
+    shards: Assignment | None = st.shard_assignment()
     if not st.complete:
         g = greedy(instance, opts)
         path.append("repair failed: greedy start")
-        stitched = g.assignment
+        stitched, shards = g.assignment, g.shards
     if stitched is None:
         return Outcome(None, path=path, message="no complete placement after stitching and repair")
-    stitched, bound = bound_then_improve(instance, opts, stitched, path)
-    return Outcome(stitched, bound=bound, path=path)
+    stitched, shards, bound = bound_then_improve(instance, opts, stitched, path, shards=shards)
+    return Outcome(stitched, bound=bound, path=path, shards=shards)
