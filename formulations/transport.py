@@ -27,8 +27,9 @@ optimum is a valid lower bound; it is at least the plain transportation LP's (wh
 job gets its widest bandwidth for free and the average of its workers' expectations):
 gangs that do not all fit on single servers must pay for a domain's bandwidth and for the
 slowest of their servers.  Servers are aggregated into classes of equal GPU type, free GPUs
-and expected slowdown rounded *down* to ``CLASS_STEP`` (so the bound stays valid, looser by
-at most that step), whose GPUs cap all workers, and subclasses of equal intra-server
+and expected slowdown rounded down to ``CLASS_STEP``, each class at its servers' least
+expected slowdown (so the bound stays valid, looser by at most that step), whose GPUs cap
+all workers, and subclasses of equal intra-server
 bandwidth and largest gang size (of the instance's) that fits in their free GPUs, whose GPUs
 cap the single-server options of gangs of two or more; servers a job restricts
 or overrides stay singletons.  Solved by HiGHS (highspy) directly, by column generation over
@@ -63,7 +64,8 @@ from placement.problem.topology import cluster_of
 __all__ = ["transport_lower_bound", "transport_lp", "TransportLP", "CLASS_STEP"]
 
 CLASS_STEP = 0.02
-"""Expected slowdowns are rounded down to multiples of this to form server classes."""
+"""Expected slowdowns are rounded down to multiples of this to form server classes (0.01:
++0.5% bound on fleet1g-1000 for 1.5x the LP time)."""
 PRICING_START = 12
 PRICING_ADD = 12
 PRICING_RTOL = 1e-9
@@ -133,7 +135,10 @@ def transport_lp(instance: Instance, *, time_limit_s: float = 30.0, home_aware: 
     sub_rep = np.zeros(F, dtype=np.int64)
     sub_rep[sub] = np.arange(len(free))
     sub_cls = cls[sub_rep]
-    class_mean = np.where(np.isin(np.arange(len(free)), list(special_pos)), idx.server_mean, mean)[rep]
+    # the least expected slowdown of a class's servers with a free GPU (at least the rounded one)
+    class_mean = np.full(C, np.inf)
+    np.minimum.at(class_mean, cls[free > 0], idx.server_mean[free > 0])
+    class_mean = np.where(np.isfinite(class_mean), class_mean, mean[rep])  # no free GPU: unused
     sub_free = np.array([k[1] for k in subkeys], dtype=np.int64)  # gangs up to this size fit
     class_most = np.zeros(C, dtype=np.int64)  # most free GPUs of a server in each class
     np.maximum.at(class_most, cls, free)
