@@ -82,6 +82,11 @@ def cost_density_order(instance: Instance) -> list[int]:
     return sorted(range(len(jobs)), key=lambda jp: (-density(jobs[jp]), jobs[jp].workers, jp))
 
 
+PRICED_CHUNKS = 1
+"""With prices, ``greedy_job`` costs this many chunks of 24 distinct fills (from the domains
+of least optimistic cost): on fleet1g-4278 a pass took 3.2 s instead of 15 s, and its
+objective was 0.1% lower."""
+
 Prices = tuple[np.ndarray, np.ndarray]
 """Per server: the price of a GPU for a worker, and for a gang of two or more on one server."""
 
@@ -101,7 +106,8 @@ def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> 
 def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[int, int] | None, float]:
     """The cheapest candidate allocation of ``jp`` on the current free capacity, and its
     cost (inf: none fits); with ``prices`` (per server, a GPU's price for a worker, and for
-    a gang of two or more on one server), the cheapest by cost plus the GPUs' prices.
+    a gang of two or more on one server), the cheapest by cost plus the GPUs' prices, among
+    :data:`PRICED_CHUNKS` chunks of fills.
 
     Candidates: the best single servers; and inside each bandwidth domain able to hold the
     gang, fills in three orders (expected compute time; fewest servers; probability of no
@@ -162,7 +168,12 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     )
     order = np.argsort(lb, kind="stable")
     pos = 0
-    while pos < len(order) and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
+    seen: set[frozenset[tuple[int, int]]] = set()  # fills often repeat (orders, nested domains)
+    chunks = 0
+    while (
+        pos < len(order) and lb[order[pos]] < best * (1 - IMPROVE_RTOL) and (prices is None or chunks < PRICED_CHUNKS)
+    ):
+        chunks += 1
         # a chunk of domains at a time: one call of the exact kernel, then prune again
         opts: list[dict[int, int]] = []
         while pos < len(order) and len(opts) < 24 and lb[order[pos]] < best * (1 - IMPROVE_RTOL):
@@ -173,7 +184,9 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
             sv = st.idx.job_survival(jp, m)
             for o in (np.lexsort((-r, sc)), np.lexsort((sc, -r)), np.lexsort((-r, sc, -sv))):
                 alloc = _fill(m, r, o, W)
-                if job.max_servers is None or len(alloc) <= job.max_servers:
+                key = frozenset(alloc.items())
+                if key not in seen and (job.max_servers is None or len(alloc) <= job.max_servers):
+                    seen.add(key)
                     opts.append(alloc)
         if not opts:
             continue

@@ -297,32 +297,36 @@ time limit left (a pass takes about 5 s at 4,000 servers)."""
 def bound_then_improve(
     instance: Instance,
     opts: Options,
-    best: Assignment,
+    best: Assignment | None,
     path: list[str],
     label: str = "",
     shards: Assignment | None = None,
-) -> tuple[Assignment, Assignment | None, float | None]:
+) -> tuple[Assignment | None, Assignment | None, float | None]:
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
     ``all``; at most :data:`LP_SHARE` of the time left, at least 0.5 s: it stops when
     solved, and on large fleets a bound is worth more than the last tenths of a percent local
-    search finds); the
-    greedy guided by the LP's GPU prices (:func:`price_guided_greedy`) when at least
-    :data:`PRICED_ROOM` of the time limit is left; then local search from the better
-    placement with the rest of the budget less the driver's checks margin.  The best
+    search finds); the greedy guided by the LP's GPU prices (:func:`price_guided_greedy`)
+    when at least :data:`PRICED_ROOM` of the time limit is left; then local search from the
+    better placement with the rest of the budget less the driver's checks margin.  The best
     placement (``best`` with its parameter-server ``shards``, or one found here with its
-    own), its shards and the bound.  With a ``label``, the steps are named in ``path``
+    own), its shards and the bound.  Without ``best`` (``auto`` on a large fleet), the
+    guided greedy runs whatever the time, and the plain greedy if it leaves a job out;
+    ``None`` if neither places every job.  With a ``label``, the steps are named in ``path``
     after it."""
-    cands: list[tuple[Assignment, Assignment | None]] = [(best, shards)]
-    keys = [placement_key(instance, best, shards)]
+    cands: list[tuple[Assignment, Assignment | None]] = []
+    keys: list[tuple[float, float]] = []
 
     def offer(assignment: Assignment | None, its_shards: Assignment | None) -> None:
         if assignment is not None:
             cands.append((assignment, its_shards))
             keys.append(placement_key(instance, assignment, its_shards))
 
-    def leader() -> tuple[Assignment, Assignment | None]:
+    def leader() -> tuple[Assignment | None, Assignment | None]:
+        if not cands:
+            return None, None
         return cands[min(range(len(cands)), key=lambda i: (keys[i], i))]
 
+    offer(best, shards)
     bound = None
     if instance.admission == "all":
         lp = transport_lp(instance, time_limit_s=max(0.5, LP_SHARE * opts.budget.left()))
@@ -333,16 +337,22 @@ def bound_then_improve(
         if (
             lp.gpu_price is not None
             and lp.whole_price is not None
-            and opts.budget.left() >= PRICED_ROOM * opts.time_limit_s
+            and (best is None or opts.budget.left() >= PRICED_ROOM * opts.time_limit_s)
         ):
             st, rounds = price_guided_greedy(instance, (lp.gpu_price, lp.whole_price), opts)
             path.append(f"{label}price_guided_greedy" + (f"({rounds} rounds)" if rounds > 1 else ""))
             if st.complete:
                 offer(st.assignment(), st.shard_assignment())
                 opts.report("price_guided_greedy", leader()[0], bound)
+    if not cands:
+        g = greedy(instance, opts)
+        path += [f"{label}greedy", *g.path]
+        offer(g.assignment, g.shards)
+        opts.report("greedy", leader()[0], bound)
+    start = leader()[0]
     end = opts.budget.before(checks_margin(opts.time_limit_s))
-    if end.left() > 0.1:
-        ls = local_search(instance, opts.but(start=leader()[0], budget=end, previous=None))
+    if start is not None and end.left() > 0.1:
+        ls = local_search(instance, opts.but(start=start, budget=end, previous=None))
         path += ([f"{label}local_search"] if label else []) + ls.path
         offer(ls.assignment, ls.shards)
     best, shards = leader()

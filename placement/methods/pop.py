@@ -186,5 +186,5 @@ def pop(instance: Instance, opts: Options) -> Outcome:
         stitched, shards = g.assignment, g.shards
     if stitched is None:
         return Outcome(None, path=path, message="no complete placement after stitching and repair")
-    stitched, shards, bound = bound_then_improve(instance, opts, stitched, path, shards=shards)
-    return Outcome(stitched, bound=bound, path=path, shards=shards)
+    found, shards, bound = bound_then_improve(instance, opts, stitched, path, shards=shards)
+    return Outcome(found, bound=bound, path=path, shards=shards)
