@@ -537,3 +537,56 @@ def test_pop_and_auto_keep_the_shards_their_steps_found():
         check_solution(inst, sol)
         assert sol.status in (placement.Status.OPTIMAL, placement.Status.FEASIBLE), sol.stats.get("message")
         assert sol.shards["j1"] == {"s0": 1} and sol.shards["j0"] == {"s1": 1}
+
+
+def test_pop_leaves_to_the_repair_a_part_whose_workers_no_longer_fit_next_to_the_shards():
+    """The parts place workers only; stitched, a job's workers may not fit next to the
+    shards taken before (here j1's worker memory on s2 after j0's shard): that job is
+    repaired instead of stitched into an invalid placement (found by hypothesis)."""
+    server = {"kind": "server", "gpu_type": "A", "intra_bandwidth_gbps": 300.0}
+    doc = {
+        "format": "placement-instance/1",
+        "name": "stitch-clash",
+        "admission": "all",
+        "topology": {
+            "nodes": [
+                {"id": "s0", **server, "gpus": 2, "cpus": 0.0, "memory_gb": 2.0},
+                {"id": "s1", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 2.0},
+                {"id": "s2", **server, "gpus": 2, "cpus": 1.0, "memory_gb": 1.0},
+                {"id": "core", "kind": "switch"},
+                {"id": "r0", "kind": "switch"},
+            ],
+            "edges": [
+                {"source": "r0", "target": "core", "bandwidth_gbps": 25.0},
+                *({"source": s, "target": "r0", "bandwidth_gbps": 25.0} for s in ("s0", "s1", "s2")),
+            ],
+        },
+        "jobs": [
+            {
+                "id": "j0",
+                "workers": 2,
+                "compute_ms": 10.0,
+                "gradient_mb": 10.0,
+                "cpus_per_worker": 1.0,
+                "architecture": "ps",
+                "ps_shards": 2,
+                "ps_memory_gb": 1.0,
+            },
+            {
+                "id": "j1",
+                "workers": 2,
+                "compute_ms": 10.0,
+                "gradient_mb": 10.0,
+                "memory_gb_per_worker": 1.0,
+                "architecture": "ps",
+                "ps_shards": 1,
+                "ps_memory_gb": 1.0,
+                "allowed_servers": ["s0", "s2"],
+            },
+            {"id": "j2", "workers": 1, "compute_ms": 10.0, "gradient_mb": 0.0},
+        ],
+    }
+    inst = instance_from_dict(doc)
+    sol = placement.solve(inst, "pop", time_limit_s=5)
+    check_solution(inst, sol)
+    assert sol.status in (placement.Status.OPTIMAL, placement.Status.FEASIBLE), sol.stats.get("message")

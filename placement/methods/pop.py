@@ -171,7 +171,11 @@ def pop(instance: Instance, opts: Options) -> Outcome:
     for asg, _ in results:
         for jid, placed in (asg or {}).items():
             jp = instance.job_pos[jid]
-            st.take(jp, {instance.server_pos[s]: int(k) for s, k in placed.items()})
+            part_alloc = {instance.server_pos[s]: int(k) for s, k in placed.items()}
+            # the parts place workers only: a part's job whose workers no longer fit next to
+            # the shards taken so far (or whose shards do not fit) is left to the repair
+            if all(st.room(jp, list(part_alloc)) >= list(part_alloc.values())):
+                st.take(jp, part_alloc)
     missing = [jp for jp in job_order(instance) if jp not in st.x]
     for jp in missing:
         alloc, _ = greedy_job(st, jp)
