@@ -63,13 +63,16 @@ from placement.problem.topology import cluster_of
 
 __all__ = ["transport_lower_bound", "transport_lp", "TransportLP", "CLASS_STEP"]
 
-CLASS_STEP = 0.02
-"""Expected slowdowns are rounded down to multiples of this to form server classes (0.01:
-+0.5% bound on fleet1g-1000 for 1.5x the LP time)."""
+CLASS_STEP = 0.01
+"""Expected slowdowns are rounded down to multiples of this to form server classes (0.02:
+0.5% lower bounds on fleet1g-1000 and fleet1g-4278 in two thirds of the LP time)."""
 PRICING_START = 12
 PRICING_ADD = 12
 PRICING_RTOL = 1e-9
 PRICING_RESTART = 0.2
+RETRY_SOLVERS = ("ipm", "simplex")
+"""When a restricted LP's run ends neither optimal nor out of time, it is solved again from
+scratch by these, one per such failure."""
 ARTIFICIAL_RAISE = 100.0
 ARTIFICIAL_ROUNDS = 3
 """Column generation (:func:`_solve_with_pricing`): classes per job in the first LP, columns
@@ -339,7 +342,16 @@ def _solve_with_pricing(
     h = _solve_lp(highspy, restricted(), row_lower, row_upper, deadline - time.monotonic())
     best: float | None = None
     y: np.ndarray | None = None
-    while h is not None and h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+    retries = 0
+    while h is not None:
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            left = deadline - time.monotonic()
+            if retries >= len(RETRY_SOLVERS) or left <= 0 or h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+                break
+            # a run that ended otherwise (a warm start stalling on numerics): from scratch
+            h = _solve_lp(highspy, restricted(), row_lower, row_upper, left, RETRY_SOLVERS[retries])
+            retries += 1
+            continue
         z = float(h.getInfo().objective_function_value)
         y = np.asarray(h.getSolution().row_dual)
         slack = 0.0
@@ -366,7 +378,7 @@ def _solve_with_pricing(
                 blocks[k][0][:] *= ARTIFICIAL_RAISE  # also for a later restart from scratch
             h.changeColsCost(len(art_cols), art_cols, np.array([blocks[k][0][0] for k in art], dtype=float))
             h.setOptionValue("solver", "simplex")
-            h.setOptionValue("time_limit", float(max(0.0, deadline - time.monotonic())))
+            _limit(h, deadline - time.monotonic())
             with native_stdout_silenced():
                 interruptible_run(h)
             continue
@@ -391,17 +403,28 @@ def _solve_with_pricing(
             np.concatenate([v.ravel() for _, v in new]).astype(float),
         )
         h.setOptionValue("solver", "simplex")  # on from the last basis
-        h.setOptionValue("time_limit", float(left))
+        _limit(h, left)
         with native_stdout_silenced():
             interruptible_run(h)
     return best, y
 
 
+def _limit(h: Any, seconds: float) -> None:
+    """Let ``h``'s next run take at most ``seconds``: HiGHS compares ``time_limit`` with the
+    run time its object has accumulated over all its runs, not with the next run's."""
+    h.setOptionValue("time_limit", float(h.getRunTime() + max(0.0, seconds)))
+
+
 def _solve_lp(
-    highspy: Any, blocks: list[Block], row_lower: np.ndarray, row_upper: np.ndarray, time_limit_s: float
+    highspy: Any,
+    blocks: list[Block],
+    row_lower: np.ndarray,
+    row_upper: np.ndarray,
+    time_limit_s: float,
+    solver: str = "ipm",
 ) -> Any | None:
-    """HiGHS (interior point) on the columns ``blocks`` (cost, lower bound, rows, values per
-    column); the ``Highs`` object after the run (its model status says how it ended), or
+    """HiGHS (``solver``, interior point by default) on the columns ``blocks`` (cost, lower
+    bound, rows, values per column); the ``Highs`` object after the run (its model status says how it ended), or
     ``None`` without time."""
     if time_limit_s <= 0:
         return None
@@ -423,7 +446,7 @@ def _solve_lp(
     with native_stdout_silenced():
         h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("solver", "ipm")  # 3-4x faster than simplex on these LPs
+    h.setOptionValue("solver", solver)  # ipm: 3-4x faster than simplex on these LPs
     h.setOptionValue("time_limit", float(max(0.1, time_limit_s)))
     with native_stdout_silenced():
         h.passModel(lp)

@@ -326,3 +326,64 @@ def test_the_envelope_row_raises_the_transport_bound_on_mostly_one_gpu_servers(m
     average = transport_lower_bound(inst)
     assert with_env is not None and average is not None
     assert average * 1.05 < with_env <= sol.objective  # 8,604.3 -> 9,486.4 when written
+
+
+def test_the_transport_lp_solves_again_from_scratch_when_a_run_stops_short(monkeypatch):
+    """A warm run that ends neither optimal nor out of time (here: an iteration limit of 0
+    on the first warm simplex run) is solved again from scratch: the same LP value."""
+    from placement.formulations import transport
+
+    inst = _mostly_one_gpu_fleet()
+    whole = transport_lower_bound(inst)
+    real = transport.interruptible_run
+    calls = []
+
+    def stalling(h):
+        calls.append(h)
+        if len(calls) == 2:  # the first run after the first interior-point solve
+            h.setOptionValue("simplex_iteration_limit", 0)
+            h.setOptionValue("solver", "simplex")
+        real(h)
+
+    monkeypatch.setattr(transport, "interruptible_run", stalling)
+    monkeypatch.setattr(transport, "PRICING_START", 2)  # so that pricing rounds follow
+    again = transport_lower_bound(inst)
+    assert whole is not None and again is not None
+    assert len(calls) > 3
+    assert again == pytest.approx(whole, rel=1e-7)
+    monkeypatch.setattr(transport, "RETRY_SOLVERS", ())
+    calls.clear()
+    assert transport_lower_bound(inst) < whole * (1 - 1e-4)  # without retries: cut short
+
+
+def test_a_warm_highs_run_gets_its_own_time_not_the_object_s_total():
+    """HiGHS compares ``time_limit`` with the run time its object has accumulated over all
+    its runs: after a first run, a limit below that total stops the next run at once (which
+    cut the transport LP's pricing short on large fleets); ``_limit`` counts from now."""
+    import highspy
+
+    from placement.formulations import transport
+
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = 2, 1
+    lp.col_cost_ = np.array([1.0, 2.0])
+    lp.col_lower_, lp.col_upper_ = np.zeros(2), np.full(2, 10.0)
+    lp.row_lower_, lp.row_upper_ = np.array([1.0]), np.array([highspy.kHighsInf])
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.array([0, 1, 2], dtype=np.int32)
+    lp.a_matrix_.index_ = np.array([0, 0], dtype=np.int32)
+    lp.a_matrix_.value_ = np.array([1.0, 1.0])
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    h.run()
+    spent = h.getRunTime()
+    assert spent > 0
+    h.changeColCost(0, 3.0)
+    h.setOptionValue("time_limit", spent / 2)  # "half the time the first run took"
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kTimeLimit
+    transport._limit(h, 10.0)
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert h.getInfo().objective_function_value == pytest.approx(2.0)
