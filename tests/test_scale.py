@@ -18,6 +18,7 @@ from placement.evaluation.bounds import class_envelopes, iid_max_means
 from placement.formats import checked
 from placement.formulations.transport import transport_lower_bound
 from placement.instances.generate import generate
+from placement.instances.scaling import SCALING
 from placement.model import Slowdown, Status
 from placement.problem import arrays_of, cluster_of
 from placement.solving import moved_workers
@@ -100,6 +101,9 @@ def test_greedy_keeps_the_better_of_its_two_orders():
             assert g.objective <= evaluate(inst, st.assignment()).objective * (1 + 1e-9)
 
 
+SCALING_1G = SCALING["fleet1g-1000"]
+
+
 def _mostly_one_gpu_fleet():
     return generate(
         topology="multi-pod",
@@ -143,7 +147,6 @@ def test_the_transport_lp_cut_short_returns_a_valid_lagrangian_bound(monkeypatch
 
 def test_the_transport_lp_raises_its_artificial_options_until_the_optimum_does_not_use_them(monkeypatch):
     from placement.formulations import transport
-    from placement.instances.scaling import SCALING
 
     inst = generate(**SCALING["fleet-0064"])
     lp = transport_lower_bound(inst)
@@ -317,9 +320,8 @@ def test_the_envelope_row_raises_the_transport_bound_on_mostly_one_gpu_servers(m
     prices that, the average alone does not (the sweep in test_transport_bound_is_below_the
     optimum keeps it valid)."""
     from placement.formulations import transport
-    from placement.instances.scaling import SCALING
 
-    inst = generate(**dict(SCALING["fleet1g-1000"], pods=2, racks=4, servers_per_rack=8, jobs=40))
+    inst = generate(**dict(SCALING_1G, pods=2, racks=4, servers_per_rack=8, jobs=40))
     with_env = transport_lower_bound(inst)
     sol = placement.solve(inst, "greedy")
     monkeypatch.setattr(transport, "class_envelopes", lambda *a: None)
@@ -387,3 +389,26 @@ def test_a_warm_highs_run_gets_its_own_time_not_the_object_s_total():
     h.run()
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     assert h.getInfo().objective_function_value == pytest.approx(2.0)
+
+
+def test_auto_on_a_fleet_too_large_for_the_exact_model_builds_from_the_lp_prices(monkeypatch):
+    """Past the exact model's reach and with the time for it, ``auto`` solves the LP first
+    and builds its first placement by the price-guided greedy (no plain greedy pass); when
+    the LP gives no prices, the plain greedy is the fallback."""
+    from placement.formulations.transport import TransportLP
+    from placement.methods import auto as auto_module
+    from placement.methods import local_search as ls_module
+
+    inst = generate(**dict(SCALING_1G, pods=2, racks=4, servers_per_rack=8, jobs=40))
+    monkeypatch.setattr(auto_module, "AUTO_EXACT_SIZE", 10)
+    monkeypatch.setattr(auto_module, "AUTO_LP_FIRST_LIMIT", 1.0)
+    sol = placement.solve(inst, "auto", time_limit_s=3)
+    check_solution(inst, sol)
+    path = sol.stats["path"]
+    assert path[:3] == [path[0], "auto:transport_bound", "auto:price_guided_greedy"]
+    assert path[0].startswith("auto:exact skipped") and "auto:greedy" not in path
+    assert sol.bound == pytest.approx(transport_lower_bound(inst), rel=1e-9)
+    monkeypatch.setattr(ls_module, "transport_lp", lambda *a, **k: TransportLP(None))
+    sol = placement.solve(inst, "auto", time_limit_s=3)
+    check_solution(inst, sol)
+    assert "auto:greedy" in sol.stats["path"] and "auto:price_guided_greedy" not in sol.stats["path"]
