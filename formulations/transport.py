@@ -92,6 +92,9 @@ class TransportLP:
     bound: float | None
     gpu_price: np.ndarray | None = None
     whole_price: np.ndarray | None = None
+    solved: bool = False
+    """Whether the LP was solved to optimality (not cut short: then its duals are those of a
+    restricted LP, poor guides)."""
 
 
 def transport_lower_bound(instance: Instance, *, time_limit_s: float = 30.0, home_aware: bool = True) -> float | None:
@@ -283,13 +286,13 @@ def transport_lp(instance: Instance, *, time_limit_s: float = 30.0, home_aware: 
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
-    bound, y = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s, artificial)
+    bound, y, solved = _solve_with_pricing(highspy, blocks, lazy, row_lower, row_upper, time_limit_s, artificial)
     # cut short, the Lagrangian bound can be far below the floor every column respects
     bound = None if bound is None else max(bound * (1 - TRANSPORT_LP_RTOL), floor)
     if y is None:
         return TransportLP(bound)
     gpu = np.maximum(0.0, -y[r_cap + cls])  # a <= row's dual is <= 0 when minimising
-    return TransportLP(bound, gpu, gpu + np.maximum(0.0, -y[r_sub + sub]))
+    return TransportLP(bound, gpu, gpu + np.maximum(0.0, -y[r_sub + sub]), solved and bound is not None)
 
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -305,7 +308,7 @@ def _solve_with_pricing(
     time_limit_s: float,
     artificial: list[int] | None = None,
     rounds: int | None = None,
-) -> tuple[float | None, np.ndarray | None]:
+) -> tuple[float | None, np.ndarray | None, bool]:
     """The LP's optimum by column generation over the per-class columns (``lazy``: per job,
     its columns' rows, values, expected times and the most their sum can be; their cost is
     0).  The first LP (interior point) holds each job's :data:`PRICING_START` classes of least
@@ -315,7 +318,8 @@ def _solve_with_pricing(
     until none is left: then the restricted optimum is the whole LP's.  If time runs out first, the Lagrangian bound of the last duals, ``z +
     sum over jobs of (their most) x min(0, least reduced cost)``, valid for the whole LP, is
     returned (the best of the rounds); also after ``rounds`` solves, if given (for tests).
-    With the value, the row duals of the last restricted optimum (``None``: none).
+    With the value, the row duals of the last restricted optimum (``None``: none) and whether
+    the LP was solved to optimality.
 
     The blocks at positions ``artificial`` are one-column options without capacity use
     that keep the first LPs feasible; while the optimum uses one, their costs are raised
@@ -370,9 +374,9 @@ def _solve_with_pricing(
         if not new:
             used = np.asarray(h.getSolution().col_value)[art_cols] > 1e-9 if len(art_cols) else np.zeros(0, bool)
             if not used.any():
-                return z, y
+                return z, y, True
             if raises >= ARTIFICIAL_ROUNDS:  # the LP without them is likely infeasible
-                return None, None
+                return None, None, False
             raises += 1
             for k in art:
                 blocks[k][0][:] *= ARTIFICIAL_RAISE  # also for a later restart from scratch
@@ -385,7 +389,7 @@ def _solve_with_pricing(
         best = max(best if best is not None else -math.inf, z + slack)
         left = deadline - time.monotonic()
         if left <= 0 or (rounds is not None and (rounds := rounds - 1) <= 0):
-            return best, y
+            return best, y, False
         lengths = np.concatenate([np.full(r.shape[0], r.shape[1]) for r, _ in new])
         n = len(lengths)
         if n > PRICING_RESTART * h.getNumCol():
@@ -406,7 +410,7 @@ def _solve_with_pricing(
         _limit(h, left)
         with native_stdout_silenced():
             interruptible_run(h)
-    return best, y
+    return best, y, False
 
 
 def _limit(h: Any, seconds: float) -> None:

@@ -305,12 +305,14 @@ def bound_then_improve(
     """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
     ``all``; at most :data:`LP_SHARE` of the time left, at least 0.5 s: it stops when
     solved, and on large fleets a bound is worth more than the last tenths of a percent local
-    search finds); the greedy guided by the LP's GPU prices (:func:`price_guided_greedy`)
-    when at least :data:`PRICED_ROOM` of the time limit is left; then local search from the
+    search finds); when the LP was solved, the greedy guided by its GPU prices
+    (:func:`price_guided_greedy`) if at least :data:`PRICED_ROOM` of the time limit is left;
+    then local search from the
     better placement with the rest of the budget less the driver's checks margin.  The best
     placement (``best`` with its parameter-server ``shards``, or one found here with its
     own), its shards and the bound.  Without ``best`` (``auto`` on a large fleet), the
-    guided greedy runs whatever the time, and the plain greedy if it leaves a job out;
+    guided greedy runs whatever the time left, and the plain greedy if it leaves a job out
+    or the LP was cut short;
     ``None`` if neither places every job.  With a ``label``, the steps are named in ``path``
     after it."""
     cands: list[tuple[Assignment, Assignment | None]] = []
@@ -335,7 +337,8 @@ def bound_then_improve(
             path.append(f"{label}transport_bound")
         opts.report("bound", best, bound)
         if (
-            lp.gpu_price is not None
+            lp.solved
+            and lp.gpu_price is not None
             and lp.whole_price is not None
             and (best is None or opts.budget.left() >= PRICED_ROOM * opts.time_limit_s)
         ):
