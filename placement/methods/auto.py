@@ -6,8 +6,9 @@ exact model is small enough, the first available exact backend (:data:`EXACT_PRE
 warm-started from greedy with most of the time; then the transportation-LP bound, the greedy
 guided by its GPU prices and local search from the best placement so far with the time
 left.  Far too large for the exact model and with at least :data:`AUTO_LP_FIRST_LIMIT`
-seconds, the LP comes first and the plain greedy only if the guided one leaves a job out.  With a ``previous`` placement
-(re-planning), the local search re-optimises from it within the move budget.
+seconds, the LP comes first, and the plain greedy only if the guided one leaves a job out
+or the LP is cut short.  With a ``previous`` placement (re-planning), the local search
+re-optimises from it within the move budget.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     path += ["auto:greedy"] + g.path
     best, shards, bound = g.assignment, g.shards, None
     opts.report("greedy", best)
-    exact = _exact_step(instance, opts, best, path)
+    exact = _exact_step(instance, opts, best, path, rough)
     if exact is not None:
         # an exact model's optimum covers a parameter-server job's workers only (its shards
         # are placed after): then local search goes on from it
@@ -98,8 +99,9 @@ def _rough_size(instance: Instance) -> int:
     return sum(2 * int((np.isfinite(idx.job_a(jp)) & free).sum()) for jp in range(len(instance.jobs)))
 
 
-def _exact_step(instance: Instance, opts: Options, start: Assignment | None, path: list[str]) -> Outcome | None:
-    rough = _rough_size(instance)
+def _exact_step(
+    instance: Instance, opts: Options, start: Assignment | None, path: list[str], rough: int
+) -> Outcome | None:
     size = rough
     if rough <= 4 * AUTO_EXACT_SIZE:
         # the size of the model the MILP backends build: classes aggregated, pruned against the start

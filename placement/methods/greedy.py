@@ -184,9 +184,9 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
             sv = st.idx.job_survival(jp, m)
             for o in (np.lexsort((-r, sc)), np.lexsort((sc, -r)), np.lexsort((-r, sc, -sv))):
                 alloc = _fill(m, r, o, W)
-                key = frozenset(alloc.items())
-                if key not in seen and (job.max_servers is None or len(alloc) <= job.max_servers):
-                    seen.add(key)
+                sig = frozenset(alloc.items())
+                if sig not in seen and (job.max_servers is None or len(alloc) <= job.max_servers):
+                    seen.add(sig)
                     opts.append(alloc)
         if not opts:
             continue

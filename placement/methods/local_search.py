@@ -307,14 +307,13 @@ def bound_then_improve(
     solved, and on large fleets a bound is worth more than the last tenths of a percent local
     search finds); when the LP was solved, the greedy guided by its GPU prices
     (:func:`price_guided_greedy`) if at least :data:`PRICED_ROOM` of the time limit is left;
-    then local search from the
-    better placement with the rest of the budget less the driver's checks margin.  The best
-    placement (``best`` with its parameter-server ``shards``, or one found here with its
-    own), its shards and the bound.  Without ``best`` (``auto`` on a large fleet), the
-    guided greedy runs whatever the time left, and the plain greedy if it leaves a job out
-    or the LP was cut short;
-    ``None`` if neither places every job.  With a ``label``, the steps are named in ``path``
-    after it."""
+    then local search from the better placement with the rest of the budget less the
+    driver's checks margin.  Returns the best placement (``best`` with its parameter-server
+    ``shards``, or one found here with its own), its shards and the bound.
+
+    Without ``best`` (``auto`` on a large fleet) the guided greedy runs whatever the time
+    left, and the plain greedy if it leaves a job out or the LP was cut short; ``None`` if
+    neither places every job.  With a ``label``, the steps are named in ``path`` after it."""
     cands: list[tuple[Assignment, Assignment | None]] = []
     keys: list[tuple[float, float]] = []
 
