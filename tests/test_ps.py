@@ -486,30 +486,38 @@ def test_milp_highs_stays_honest_when_handed_a_start_on_shard_modes(monkeypatch)
             assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), sol.stats
 
 
-def test_pop_and_auto_keep_the_shards_their_steps_found():
-    """Where the shard rule, applied job by job to the workers alone, takes the only server
-    the other job's shard fits on (j0's shard on s0), the greedy's own shards are the way
-    out: ``pop`` (and ``auto``) return them instead of leaving them to the rule (found by
-    hypothesis: ``pop`` returned an invalid placement)."""
+def _one_rack(name: str, servers: list[tuple[int, float, float]], jobs: list[dict[str, object]]) -> dict[str, object]:
+    """An instance document: servers ``s0, s1, ...`` of (GPUs, CPUs, memory GB) on one rack."""
     server = {"kind": "server", "gpu_type": "A", "intra_bandwidth_gbps": 300.0}
-    doc = {
+    ids = [f"s{i}" for i in range(len(servers))]
+    return {
         "format": "placement-instance/1",
-        "name": "shards-clash",
+        "name": name,
         "admission": "all",
         "topology": {
             "nodes": [
-                {"id": "s0", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 1.0},
-                {"id": "s1", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 0.0},
-                {"id": "s2", **server, "gpus": 2, "cpus": 0.0, "memory_gb": 0.0},
+                *({"id": sid, **server, "gpus": g, "cpus": c, "memory_gb": m} for sid, (g, c, m) in zip(ids, servers)),
                 {"id": "core", "kind": "switch"},
                 {"id": "r0", "kind": "switch"},
             ],
             "edges": [
                 {"source": "r0", "target": "core", "bandwidth_gbps": 25.0},
-                *({"source": s, "target": "r0", "bandwidth_gbps": 25.0} for s in ("s0", "s1", "s2")),
+                *({"source": sid, "target": "r0", "bandwidth_gbps": 25.0} for sid in ids),
             ],
         },
-        "jobs": [
+        "jobs": jobs,
+    }
+
+
+def test_pop_and_auto_keep_the_shards_their_steps_found():
+    """Where the shard rule, applied job by job to the workers alone, takes the only server
+    the other job's shard fits on (j0's shard on s0), the greedy's own shards are the way
+    out: ``pop`` (and ``auto``) return them instead of leaving them to the rule (found by
+    hypothesis: ``pop`` returned an invalid placement)."""
+    doc = _one_rack(
+        "shards-clash",
+        [(1, 1.0, 1.0), (1, 1.0, 0.0), (2, 0.0, 0.0)],
+        [
             {
                 "id": "j0",
                 "workers": 2,
@@ -530,7 +538,7 @@ def test_pop_and_auto_keep_the_shards_their_steps_found():
                 "ps_memory_gb": 1.0,
             },
         ],
-    }
+    )
     inst = instance_from_dict(doc)
     for method in ("pop", "auto"):
         sol = placement.solve(inst, method, time_limit_s=5)
@@ -543,25 +551,10 @@ def test_pop_leaves_to_the_repair_a_part_whose_workers_no_longer_fit_next_to_the
     """The parts place workers only; stitched, a job's workers may not fit next to the
     shards taken before (here j1's worker memory on s2 after j0's shard): that job is
     repaired instead of stitched into an invalid placement (found by hypothesis)."""
-    server = {"kind": "server", "gpu_type": "A", "intra_bandwidth_gbps": 300.0}
-    doc = {
-        "format": "placement-instance/1",
-        "name": "stitch-clash",
-        "admission": "all",
-        "topology": {
-            "nodes": [
-                {"id": "s0", **server, "gpus": 2, "cpus": 0.0, "memory_gb": 2.0},
-                {"id": "s1", **server, "gpus": 1, "cpus": 1.0, "memory_gb": 2.0},
-                {"id": "s2", **server, "gpus": 2, "cpus": 1.0, "memory_gb": 1.0},
-                {"id": "core", "kind": "switch"},
-                {"id": "r0", "kind": "switch"},
-            ],
-            "edges": [
-                {"source": "r0", "target": "core", "bandwidth_gbps": 25.0},
-                *({"source": s, "target": "r0", "bandwidth_gbps": 25.0} for s in ("s0", "s1", "s2")),
-            ],
-        },
-        "jobs": [
+    doc = _one_rack(
+        "stitch-clash",
+        [(2, 0.0, 2.0), (1, 1.0, 2.0), (2, 1.0, 1.0)],
+        [
             {
                 "id": "j0",
                 "workers": 2,
@@ -585,7 +578,7 @@ def test_pop_leaves_to_the_repair_a_part_whose_workers_no_longer_fit_next_to_the
             },
             {"id": "j2", "workers": 1, "compute_ms": 10.0, "gradient_mb": 0.0},
         ],
-    }
+    )
     inst = instance_from_dict(doc)
     sol = placement.solve(inst, "pop", time_limit_s=5)
     check_solution(inst, sol)
