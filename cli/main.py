@@ -18,7 +18,13 @@ from typing import Any, TypeVar
 
 import click
 
-from placement.errors import InvalidInputError, MethodUnavailableError, UnknownMethodError
+from placement.errors import (
+    InvalidInputError,
+    MethodUnavailableError,
+    SweepBusyError,
+    UnknownMethodError,
+    WorkerStartError,
+)
 
 __all__ = ["main", "cli", "EXIT_OK", "EXIT_INTERNAL", "EXIT_INPUT", "EXIT_INFEASIBLE", "EXIT_NO_SOLUTION"]
 
@@ -56,9 +62,12 @@ def _guard(fn: F) -> F:
     def inner(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (InvalidInputError, UnknownMethodError, MethodUnavailableError) as e:
+        except (InvalidInputError, UnknownMethodError, MethodUnavailableError, SweepBusyError) as e:
             _err(f"error: {e}")
             sys.exit(EXIT_INPUT)
+        except WorkerStartError as e:
+            _err(f"error: {e}")
+            sys.exit(EXIT_INTERNAL)
         except click.exceptions.Exit:
             raise
         except click.ClickException:
@@ -729,6 +738,22 @@ def generate(output: str | None, **kw: Any) -> None:
     )
 
 
+def _wait_option(fn: F) -> F:
+    return click.option(
+        "--wait",
+        is_flag=True,
+        help="If another sweep is running into the output folder, start when it ends (default: refuse at once).",
+    )(fn)
+
+
+def _sweep_end(verb: str, what: str, bad: int, total: int, where: str) -> None:
+    """A sweep's last line: how many of its runs failed; exit 1 when every one did."""
+    if total and bad == total:
+        click.echo(f"placement {verb}: all {total} {what} failed or were refused; see {where} for why")
+        sys.exit(EXIT_INTERNAL)
+    click.echo(f"placement {verb}: {total - bad} of {total} {what} done, {bad} failed or refused")
+
+
 @cli.command()
 @click.argument("instances", nargs=-1, required=True)
 @click.option(
@@ -760,6 +785,7 @@ def generate(output: str | None, **kw: Any) -> None:
 @click.option(
     "--dask", default=None, help="Run on a Dask cluster: an address, or 'local' (needs placement[distributed])."
 )
+@_wait_option
 @_guard
 def compare(
     instances: tuple[str, ...],
@@ -771,6 +797,7 @@ def compare(
     grace: float | None,
     out_dir: str,
     dask: str | None,
+    wait: bool,
 ) -> None:
     """Compare methods on INSTANCES (files, folders or bundled names such as library/medium)."""
     from pathlib import Path
@@ -804,9 +831,11 @@ def compare(
         out_dir=out_dir,
         dask=dask,
         grace_s=grace,
+        wait=wait,
         say=lambda m: click.echo(m, err=True),
     )
     from placement.compare.report import summarise
+    from placement.compare.rows import RunState
 
     for s in summarise(rows):
         click.echo(
@@ -814,6 +843,8 @@ def compare(
             f"objective/best {s['objective_gm_ratio']:.4f}  time {s['time_sgm_s']:.2f}s  failed {s['failed']}"
         )
     click.echo(f"wrote {out_dir}/runs.jsonl, runs.csv, report.md, profile.png, objective_vs_time.png, time_vs_size.png")
+    bad = sum(1 for r in rows if RunState(r["status"]).unsuccessful)
+    _sweep_end("compare", "runs", bad, len(rows), f"{out_dir}/report.md")
 
 
 def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> list[str]:
@@ -965,6 +996,7 @@ def _csv_list(text: str, what: str, allowed: tuple[str, ...] | None = None) -> l
     show_default=True,
     help="Folder for runs.jsonl, summary.json, jobs/, timeline/, report.md and plots; re-running resumes.",
 )
+@_wait_option
 @_guard
 def simulate(
     cluster: str,
@@ -998,6 +1030,7 @@ def simulate(
     timeout: float | None,
     dask: str | None,
     out_dir: str,
+    wait: bool,
 ) -> None:
     """Simulate a trace of arrivals on CLUSTER (an instance file or bundled name; its jobs are
     ignored): servers drift in and out of slow states, each configuration (methods x knowledge
@@ -1005,6 +1038,7 @@ def simulate(
     from pathlib import Path
 
     from placement.compare.harness import read_rows
+    from placement.compare.lock import sweep_lock
     from placement.simulation.dynamics import DYNAMICS
     from placement.simulation.engine import KNOWLEDGE, SimConfig
     from placement.simulation.runner import load_inputs, plan_runs, simulate_sweep
@@ -1068,18 +1102,18 @@ def simulate(
     except ValueError as e:
         raise InvalidInputError([str(e)]) from None
     _err(f"trace: {workload.source}: {len(workload.jobs)} jobs")
-    done = {r["label"] for r in read_rows(out / "runs.jsonl") if r.get("status") == "finished"}
-    todo = [r for r in runs if r.label not in done]
-    if len(todo) == 1 and dask is None:
-        rows = _simulate_here(todo[0], runs, out)
-    else:
-        rows = simulate_sweep(
-            runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=lambda m: click.echo(m, err=True)
-        )
+    say = lambda m: click.echo(m, err=True)  # noqa: E731
+    with sweep_lock(out, wait=wait, say=say):
+        done = {r["label"] for r in read_rows(out / "runs.jsonl") if r.get("status") == "finished"}
+        todo = [r for r in runs if r.label not in done]
+        if len(todo) == 1 and dask is None:
+            rows = _simulate_here(todo[0], runs, out)
+        else:
+            rows = simulate_sweep(runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=say)
     _simulation_table(rows)
     click.echo(f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, timeline/, report.md, jct_cdf.png, timeline.png")
-    if any(r.get("status") != "finished" for r in rows):
-        sys.exit(EXIT_INTERNAL)
+    bad = sum(1 for r in rows if r.get("status") != "finished")
+    _sweep_end("simulate", "configurations", bad, len(rows), f"{out_dir}/runs.jsonl")
 
 
 def _simulate_here(run: Any, runs: list[Any], out: Any) -> list[Any]:

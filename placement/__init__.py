@@ -17,9 +17,51 @@ evaluation, solving, methods and formulations, tools) are described in the READM
 """
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+SIBLING_SUBPACKAGES = ("formulations", "instances", "cli")
+"""Subpackages whose source lives beside this folder, in the checkout's top-level folders of
+the same names (pyproject.toml's ``package-dir`` maps them into an install)."""
+
+
+class _SiblingFinder(importlib.abc.MetaPathFinder):
+    """Finds ``placement.formulations``, ``placement.instances`` and ``placement.cli`` in the
+    checkout's top-level folders.  Installed only when this package was imported from a
+    checkout (a Python started in the repository root, or an editable install): there, this
+    folder holds only part of the package, and the rest sits beside it."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        head, _, tail = fullname.partition(".")
+        if head != __name__ or tail not in SIBLING_SUBPACKAGES:
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.root])
+
+
+def _join_checkout() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(here)
+    if os.path.isdir(os.path.join(here, SIBLING_SUBPACKAGES[0])):
+        return  # an installed copy: the package is whole in this folder
+    if not all(os.path.isfile(os.path.join(root, name, "__init__.py")) for name in SIBLING_SUBPACKAGES):
+        return
+    if not any(type(f).__name__ == "_SiblingFinder" and getattr(f, "root", None) == root for f in sys.meta_path):
+        sys.meta_path.append(_SiblingFinder(root))
+
+
+_join_checkout()
 
 _EXPORTS: dict[str, str] = {
     "InstanceError": "placement.errors",

@@ -15,6 +15,8 @@ __all__ = [
     "SolutionFormatError",
     "UnknownMethodError",
     "MethodUnavailableError",
+    "WorkerStartError",
+    "SweepBusyError",
 ]
 
 
@@ -67,3 +69,12 @@ class UnknownMethodError(PlacementError, ValueError):
 
 class MethodUnavailableError(PlacementError, RuntimeError):
     """The method exists but its backend is not installed or refuses this instance."""
+
+
+class WorkerStartError(PlacementError, RuntimeError):
+    """An isolated worker (a sweep's run in its own process) cannot start: it cannot import
+    this package, or imports another copy of it.  Raised before any run of the sweep."""
+
+
+class SweepBusyError(PlacementError, RuntimeError):
+    """Another sweep is running into the same output folder; the message names it."""

@@ -25,8 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from placement.compare.lock import sweep_lock
 from placement.compare.report import write_report
 from placement.compare.rows import ROW_FIELDS, RunState
+from placement.compare.spawn import check_workers, worker_command
 from placement.errors import InvalidInputError, MethodUnavailableError
 from placement.instances import bundled_names
 
@@ -95,7 +97,8 @@ def _grace(limit: float) -> float:
 def isolated(
     module: str, payload: dict[str, Any], row: dict[str, Any], timeout_s: float | None, why_killed: str = ""
 ) -> dict[str, Any]:
-    """Run ``python -m module OUT.json`` with ``payload`` as JSON on stdin in a fresh process,
+    """Run ``python -m module OUT.json`` with ``payload`` as JSON on stdin in a fresh process
+    (this interpreter and this copy of the package: :mod:`placement.compare.spawn`),
     killed hard past ``timeout_s`` (``None``: never); ``row`` updated with what it wrote to
     OUT.json, or with ``killed`` / ``crashed`` and why.  Always returns the row."""
     fd, out = tempfile.mkstemp(prefix="placement-run-", suffix=".json")
@@ -104,7 +107,7 @@ def isolated(
     proc: subprocess.Popen[str] | None = None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", module, out],
+            worker_command(module, out),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -220,14 +223,33 @@ def compare(
     dask: str | None = None,
     grace_s: float | None = None,
     progress: bool | None = None,
+    wait: bool = False,
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> list[dict[str, Any]]:
     """Run the sweep (skipping runs already in ``out_dir/runs.jsonl``), then write
-    ``runs.csv``, ``report.md`` and the plots.  Returns every row of the sweep."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    jsonl = out / "runs.jsonl"
+    ``runs.csv``, ``report.md`` and the plots.  Returns every row of the sweep.
+
+    One sweep at a time writes into ``out_dir``: another one running there makes this one
+    raise :class:`~placement.errors.SweepBusyError`, or with ``wait`` start when it ends
+    (:mod:`placement.compare.lock`).  Before any run, one worker process must import the
+    package (:func:`~placement.compare.spawn.check_workers`), else
+    :class:`~placement.errors.WorkerStartError`."""
     runs = plan(expand_instances(instances), methods, seeds, time_limits, threads)
+    with sweep_lock(out_dir, wait=wait, say=say):
+        return _compare_locked(Path(out_dir), runs, threads, parallel, dask, grace_s, progress, say)
+
+
+def _compare_locked(
+    out: Path,
+    runs: list[Run],
+    threads: int,
+    parallel: int | None,
+    dask: str | None,
+    grace_s: float | None,
+    progress: bool | None,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    jsonl = out / "runs.jsonl"
     done = {_key(r) for r in read_rows(jsonl)}
     todo = [r for r in runs if r.key not in done]
     cores = os.cpu_count() or 1
@@ -242,6 +264,8 @@ def compare(
         say(
             f"placement compare: --parallel {parallel} lowered to {limit}: threads x parallel runs stay within {cores} cores"
         )
+    if todo:
+        check_workers(["placement.compare.worker"])
     run_into(
         jsonl,
         todo,

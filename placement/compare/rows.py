@@ -56,3 +56,8 @@ class RunState(str, enum.Enum):
     @property
     def failed(self) -> bool:
         return self in (RunState.ERROR, RunState.KILLED, RunState.CRASHED)
+
+    @property
+    def unsuccessful(self) -> bool:
+        """Failed, or refused before solving: the run says nothing about its method."""
+        return self.failed or self is RunState.REFUSED

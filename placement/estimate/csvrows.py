@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 from pathlib import Path
 
 from placement.errors import InvalidInputError
 
-__all__ = ["MAX_LISTED", "raise_problems", "finite_number", "csv_text"]
+__all__ = ["MAX_LISTED", "raise_problems", "csv_text"]
 
 MAX_LISTED = 40
 """Most problems listed in one error (the rest are counted)."""
@@ -22,14 +21,6 @@ def raise_problems(problems: list[str], source: str, cls: type[InvalidInputError
         more = len(problems) - MAX_LISTED
         shown = problems[:MAX_LISTED] + ([f"... and {more} more"] if more > 0 else [])
         raise cls(shown, source=source)
-
-
-def finite_number(text: str) -> float | None:
-    try:
-        v = float(text)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def csv_text(path: str | os.PathLike[str], cls: type[InvalidInputError]) -> io.StringIO:

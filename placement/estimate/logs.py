@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.csvrows import csv_text, finite_number, raise_problems
+from placement.estimate.csvrows import csv_text, raise_problems
+from placement.formats.cells import CellError, cell_number
 from placement.model.records import Slowdown
 
 __all__ = [
@@ -82,7 +83,6 @@ def read_iteration_log(
             jid = job if job else (row.get(cols["job"]) or "").strip()
             worker = (row.get(cols["worker"]) or "").strip()
             server = (row.get(cols["server"]) or "").strip() if cols["server"] in header else f"{jid}/w{worker}"
-            it, d = finite_number(row.get(cols["iteration"]) or ""), finite_number(row.get(cols["duration"]) or "")
             bad = []
             if not jid:
                 bad.append("empty job")
@@ -90,16 +90,21 @@ def read_iteration_log(
                 bad.append("empty worker")
             if not server:
                 bad.append("empty server")
-            if it is None or it != int(it):
-                bad.append(f"{cols['iteration']} must be an integer, got {row.get(cols['iteration'])!r}")
-            if d is None or d <= 0:
-                bad.append(f"{cols['duration']} must be a number > 0, got {row.get(cols['duration'])!r}")
+            it = d = 0.0
+            try:
+                it = cell_number(row.get(cols["iteration"]), integer=True)
+            except CellError as e:
+                bad.append(f"{cols['iteration']} {e}")
+            try:
+                d = cell_number(row.get(cols["duration"]), minimum=0, exclusive_minimum=True)
+            except CellError as e:
+                bad.append(f"{cols['duration']} {e}")
             if bad:
                 problems.append(f"{p.name} row {line}: " + "; ".join(bad))
                 continue
             js.append(jid)
             ss.append(server)
-            its.append(int(it))  # type: ignore[arg-type]
+            its.append(int(it))
             ds.append(d)
     raise_problems(problems, str(p), LogError)
     if not ds:

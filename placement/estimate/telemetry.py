@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.csvrows import csv_text, finite_number, raise_problems
+from placement.estimate.csvrows import csv_text, raise_problems
+from placement.formats.cells import CellError, cell_number
 from placement.model.records import Instance, Slowdown
 
 __all__ = [
@@ -60,18 +61,22 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
             )
         for line, row in enumerate(reader, start=2):
             sid = (row.get("server") or "").strip()
-            t = finite_number(row.get("time") or "")
-            vals = [finite_number(row.get(c) or "") for c in RESOURCES]
             bad = [] if sid else ["empty server"]
-            if t is None:
-                bad.append(f"time must be a number, got {row.get('time')!r}")
-            for c, v in zip(RESOURCES, vals):
-                if v is None or not 0 <= v <= 1:
-                    bad.append(f"{c} must be a utilisation in [0, 1], got {row.get(c)!r}")
+            t = 0.0
+            try:
+                t = cell_number(row.get("time"))
+            except CellError as e:
+                bad.append(f"time {e}")
+            vals = []
+            for c in RESOURCES:
+                try:
+                    vals.append(cell_number(row.get(c), minimum=0, maximum=1))
+                except CellError as e:
+                    bad.append(f"{c} (a utilisation) {e}")
             if bad:
                 problems.append(f"{p.name} row {line}: " + "; ".join(bad))
                 continue
-            rows[sid].append((t, vals, line))  # type: ignore[arg-type]
+            rows[sid].append((t, vals, line))
     steps = []
     for rs in rows.values():
         rs.sort(key=lambda x: x[0])
@@ -138,11 +143,10 @@ def read_demands(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
                 text = (row.get(c) or "").strip()
                 if not text:
                     continue
-                v = finite_number(text)
-                if v is None or not 0 <= v <= 1:
-                    problems.append(f"{p.name} row {line}: {c} must be a fraction in [0, 1], got {text!r}")
-                else:
-                    d[c] = v
+                try:
+                    d[c] = cell_number(text, minimum=0, maximum=1)
+                except CellError as e:
+                    problems.append(f"{p.name} row {line}: {c} (a fraction) {e}")
             out[(row.get("job") or "").strip()] = d
     raise_problems(problems, str(p), TelemetryError)
     return out

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from placement.errors import InstanceError
-from placement.formats.parse import describe, read_json_file, schema_problems, write_json_atomic
+from placement.formats.parse import describe, flagged_paths, read_json_file, schema_problems, write_json_atomic
 from placement.model.records import Instance, Job, Link, Scenarios, Server, Slowdown, Switch
 from placement.model.tolerances import PROB_SUM_TOL
 
@@ -255,7 +255,7 @@ def instance_from_dict(data: Any, *, source: str | None = None, _pre: Sequence[s
     Raises :class:`InstanceError` listing every problem found.
     """
     problems = list(_pre)
-    skip = {p.split(" must be a finite number")[0] for p in _pre}
+    skip = flagged_paths(_pre)
     if not isinstance(data, dict):
         if data is not None:
             problems.append(f"(document) must be a JSON object, got {describe(data)}")

@@ -17,7 +17,16 @@ from typing import Any
 
 from placement.errors import InvalidInputError
 
-__all__ = ["jpath", "describe", "parse_json", "schema", "schema_problems", "read_json_file", "write_json_atomic"]
+__all__ = [
+    "jpath",
+    "describe",
+    "parse_json",
+    "flagged_paths",
+    "schema",
+    "schema_problems",
+    "read_json_file",
+    "write_json_atomic",
+]
 
 
 # ------------------------------------------------------------------ JSON paths
@@ -62,6 +71,21 @@ def _parse_float(text: str) -> float | _NonFinite:
     return v if math.isfinite(v) else _NonFinite(text)
 
 
+MAX_INTEGER_DIGITS = 18
+"""Longest integer literal read as an integer (every count, size and seed fits in 64 bits);
+a longer one is a problem at its JSON path, never an interpreter error about digit limits."""
+
+
+class _HugeInteger:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _parse_int(text: str) -> int | _HugeInteger:
+    digits = text.lstrip("-")
+    return int(text) if len(digits) <= MAX_INTEGER_DIGITS else _HugeInteger(text)
+
+
 def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
     """Parse strict JSON: returns ``(data, problems)``.
 
@@ -83,6 +107,7 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
             text,
             parse_constant=_NonFinite,
             parse_float=_parse_float,
+            parse_int=_parse_int,
             object_pairs_hook=pairs,
         )
     except json.JSONDecodeError as e:
@@ -102,6 +127,10 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
         if isinstance(x, _NonFinite):
             bad.append(f"{jpath(path)} must be a finite number, got {x.text}")
             return None
+        if isinstance(x, _HugeInteger):
+            shown = x.text if len(x.text) <= 24 else f"{x.text[:12]}... ({len(x.text.lstrip('-'))} digits)"
+            bad.append(f"{jpath(path)} must be an integer of at most {MAX_INTEGER_DIGITS} digits, got {shown}")
+            return None
         if isinstance(x, dict):
             return {k: walk(v, path + (k,)) for k, v in x.items()}
         if isinstance(x, list):
@@ -112,6 +141,12 @@ def parse_json(text: str, *, what: str = "document") -> tuple[Any, list[str]]:
     if deep:
         return None, problems + deep[:1]
     return data, problems + bad
+
+
+def flagged_paths(problems: Iterable[str]) -> set[str]:
+    """The JSON paths :func:`parse_json` already named (a non-finite number, an integer too
+    long): the schema check skips them, so each value is reported once."""
+    return {p.split(" must be ")[0] for p in problems if " must be " in p}
 
 
 # -------------------------------------------------------------------- schemas

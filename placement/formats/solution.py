@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from placement.errors import SolutionFormatError
-from placement.formats.parse import describe, read_json_file, schema_problems, write_json_atomic
+from placement.formats.parse import describe, flagged_paths, read_json_file, schema_problems, write_json_atomic
 from placement.model.records import Instance, JobReport, Solution, Status
 
 __all__ = ["SOLUTION_FORMAT", "solution_to_dict", "solution_from_dict", "load_solution", "dump_solution"]
@@ -51,7 +51,7 @@ def solution_from_dict(
         got = data.get("format") if isinstance(data, dict) else data
         problems.append(f"format must be {SOLUTION_FORMAT!r}, got {describe(got)}")
         raise SolutionFormatError(problems, source=source)
-    problems += schema_problems("solution", data, set())
+    problems += schema_problems("solution", data, flagged_paths(_pre))
     if not problems and instance is not None:
         for jid, a in data["assignment"].items():
             if jid not in instance.job_by_id:

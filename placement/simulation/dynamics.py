@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from placement.errors import InvalidInputError
+from placement.formats.cells import CellError, cell_number
 from placement.model.records import Instance
 
 __all__ = [
@@ -245,17 +246,17 @@ def read_replay(path: str | os.PathLike[str]) -> dict[str, list[tuple[float, flo
     out: dict[str, list[tuple[float, float]]] = {}
     problems: list[str] = []
     for line, row in enumerate(reader, start=2):
-        try:
-            t, v = float(row["time_s"]), float(row["slowdown"])
-        except (TypeError, ValueError):
-            problems.append(f"{p.name} row {line}: time_s and slowdown must be numbers")
-            continue
         server = (row["server"] or "").strip()
         bad = []
-        if not math.isfinite(t) or t < 0:
-            bad.append(f"time_s must be a finite number >= 0, got {row['time_s']!r}")
-        if not math.isfinite(v) or v < 1.0:
-            bad.append(f"slowdown must be a finite number >= 1, got {row['slowdown']!r}")
+        t = v = 0.0
+        try:
+            t = cell_number(row["time_s"], minimum=0)
+        except CellError as e:
+            bad.append(f"time_s {e}")
+        try:
+            v = cell_number(row["slowdown"], minimum=1)
+        except CellError as e:
+            bad.append(f"slowdown {e}")
         if not server:
             bad.append("empty server")
         if bad:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from placement.compare.harness import isolated, read_rows, run_into
+from placement.compare.lock import sweep_lock
+from placement.compare.spawn import check_workers
 from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
 
 __all__ = [
@@ -193,12 +195,26 @@ def simulate_sweep(
     dask: str | None = None,
     timeout_s: float | None = None,
     progress: bool | None = None,
+    wait: bool = False,
     say: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
 ) -> list[dict[str, Any]]:
     """Run every configuration not yet in ``out_dir/runs.jsonl`` (each in its own process),
-    then write the summary, the report and the plots over every row of the folder."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    then write the summary, the report and the plots over every row of the folder.  One
+    sweep at a time per folder, and workers checked before any run, as for
+    :func:`placement.compare.harness.compare`."""
+    with sweep_lock(out_dir, wait=wait, say=say):
+        return _sweep_locked(runs, Path(out_dir), parallel, dask, timeout_s, progress, say)
+
+
+def _sweep_locked(
+    runs: Sequence[SimRun],
+    out: Path,
+    parallel: int,
+    dask: str | None,
+    timeout_s: float | None,
+    progress: bool | None,
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
     jsonl = out / "runs.jsonl"
     done = {r["label"] for r in read_rows(jsonl) if r.get("status") == "finished"}
     todo = [r for r in runs if r.label not in done]
@@ -206,6 +222,8 @@ def simulate_sweep(
         f"placement simulate: {len(runs)} configurations ({len(runs) - len(todo)} already in {jsonl}), "
         f"{parallel} at a time on {'Dask at ' + dask if dask else 'this machine'}"
     )
+    if todo:
+        check_workers(["placement.simulation.worker"])
     run_into(
         jsonl,
         todo,

@@ -36,6 +36,7 @@ from types import MappingProxyType
 import numpy as np
 
 from placement.errors import InvalidInputError
+from placement.formats.cells import CellError, cell_number
 from placement.instances.traces import ELASTICFLOW_MODELS
 from placement.model.records import Job
 from placement.problem.rules import comm_ms
@@ -237,17 +238,10 @@ class _Row:
                 self.bad(column, "missing value")
             return None
         try:
-            v = float(raw)
-        except ValueError:
-            self.bad(column, f"must be a number, got {raw!r}")
+            return cell_number(raw, minimum=0, exclusive_minimum=positive)
+        except CellError as e:
+            self.bad(column, str(e))
             return None
-        if not math.isfinite(v):
-            self.bad(column, f"must be a finite number, got {raw!r}")
-            return None
-        if v < 0 or (positive and v == 0):
-            self.bad(column, f"must be a number {'> 0' if positive else '>= 0'}, got {raw!r}")
-            return None
-        return v
 
     def count(self, column: str, *, required: bool = True) -> int | None:
         raw = self.text(column)
@@ -256,13 +250,10 @@ class _Row:
                 self.bad(column, "missing value")
             return None
         try:
-            v = float(raw)
-        except ValueError:
-            v = math.nan
-        if not (math.isfinite(v) and v >= 1 and v == int(v)):
-            self.bad(column, f"must be an integer >= 1, got {raw!r}")
+            return int(cell_number(raw, integer=True, minimum=1))
+        except CellError as e:
+            self.bad(column, str(e))
             return None
-        return int(v)
 
     def model(self, column: str, *, needed: bool = True) -> str:
         name = self.text(column) or DEFAULT_MODEL
