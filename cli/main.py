@@ -1041,7 +1041,7 @@ def simulate(
     from placement.compare.lock import sweep_lock
     from placement.simulation.dynamics import DYNAMICS
     from placement.simulation.engine import KNOWLEDGE, SimConfig
-    from placement.simulation.runner import load_inputs, plan_runs, simulate_sweep
+    from placement.simulation.runner import check_inputs, plan_runs, simulate_sweep
     from placement.solving.registry import get_method
 
     names = _csv_list(methods, "methods")
@@ -1097,10 +1097,7 @@ def simulate(
     )
     for r in runs:
         SimConfig(**r.config)  # every configuration is checked before any runs
-    try:
-        _, workload = load_inputs(runs[0])  # the cluster and the trace, checked once, here (exit 2 on bad input)
-    except ValueError as e:
-        raise InvalidInputError([str(e)]) from None
+    workload = check_inputs(runs)  # the cluster, the trace and any replay, checked once, here (exit 2)
     _err(f"trace: {workload.source}: {len(workload.jobs)} jobs")
     say = lambda m: click.echo(m, err=True)  # noqa: E731
     with sweep_lock(out, wait=wait, say=say):

@@ -40,7 +40,9 @@ def test_integers_with_thousands_of_digits(tmp_path):
     d = json.dumps(placement.instance_to_dict(placement.load_bundled("tiny")))
     p = tmp_path / "big.json"
     p.write_text(d.replace('"workers": 1', '"workers": ' + "9" * 5000, 1))
-    refused(run("validate", str(p)), "digits")
+    refused(run("validate", str(p)), "jobs[0].workers must be an integer of at most 18 digits", "(5000 digits)")
+    r = run("validate", str(p))
+    assert "1 problem" in r.output  # named once, by its JSON path (not again as null)
 
 
 def test_a_null_document_says_so(tmp_path):
@@ -170,6 +172,57 @@ def test_an_over_long_csv_field(tmp_path):
     p = tmp_path / "long.csv"
     p.write_text("job,worker,server,iteration,duration\nj,0,s0,1," + "9" * 200_000 + "\n")
     refused(run("estimate", "tiny", "--logs", str(p), "-o", str(tmp_path / "o.json")), "row 2", "field larger")
+
+
+HUGE = ["1e20", "9" * 30, "1e300", "-1e20"]
+
+
+@pytest.mark.parametrize("cell", HUGE)
+def test_numbers_out_of_range_in_every_side_file_name_their_row(tmp_path, cell):
+    """Each numeric column of each side file is range-checked, row named (was an OverflowError,
+    exit 1, for an iteration of 1e20)."""
+    out = str(tmp_path / "o.json")
+    logs = tmp_path / "logs.csv"
+    logs.write_text(f"job,worker,server,iteration,duration\nj,0,s0,1,100\nj,1,s1,{cell},100\nj,1,s1,2,{cell}\n")
+    refused(run("estimate", "tiny", "--logs", str(logs), "-o", out), "row 3: iteration must be an integer", "row 4")
+    tel = tmp_path / "tel.csv"
+    rows = [f"s0,{t},0.5,0.5,0.5,0.5" for t in range(10)] + [f"s1,{cell},0.5,0.5,0.5,0.5"]
+    tel.write_text("server,time,cpu,memory,network,gpu\n" + "\n".join(rows) + "\n")
+    dem = tmp_path / "dem.csv"
+    dem.write_text(f"job,cpu\nj0,{cell}\n")
+    refused(run("estimate", "tiny", "--telemetry", str(tel), "--demands", str(dem), "-o", out), "row 12: time")
+    good_tel = tmp_path / "good.csv"
+    good_tel.write_text("server,time,cpu,memory,network,gpu\n" + "\n".join(rows[:10]) + "\n")
+    refused(run("estimate", "tiny", "--telemetry", str(good_tel), "--demands", str(dem), "-o", out), "row 2: cpu")
+    trace = tmp_path / "trace.csv"
+    trace.write_text(f"submit_s,workers,iterations,model\n0,1,100,resnet50\n{cell},{cell},{cell},resnet50\n")
+    r = run("simulate", "tiny", "--trace", str(trace), "-o", str(tmp_path / "sim"))
+    refused(r, "row 3, submit_s", "row 3, workers", "row 3, iterations")
+    replay = tmp_path / "replay.csv"
+    replay.write_text(f"time_s,server,slowdown\n0,s0,1.5\n{cell},s0,{cell}\n")
+    good = tmp_path / "good.csv"
+    good.write_text("submit_s,workers,iterations,model\n0,1,100,resnet50\n")
+    r = run(
+        "simulate",
+        "tiny",
+        "--trace",
+        str(good),
+        "-m",
+        "greedy,consolidate",
+        "--dynamics",
+        "replay",
+        "--replay",
+        str(replay),
+        "-o",
+        str(tmp_path / "sim2"),
+    )
+    refused(r, "row 3: time_s must be", "slowdown must be")
+    assert not (tmp_path / "sim2" / "runs.jsonl").exists()  # refused before any run
+
+
+def test_a_trace_that_leaves_no_job_is_refused(tmp_path):
+    r = run("simulate", "tiny", "--trace", "elasticflow-cluster03", "--max-jobs", "3", "--drop-wider")
+    refused(r, "no job left to simulate", "dropped 3 wider than the cluster")
 
 
 def test_an_interrupt_exits_130_with_one_line_and_no_file(tmp_path):

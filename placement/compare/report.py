@@ -351,7 +351,8 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     ax.set_ylabel("wall time (s)")
     ax.set_title("Time against instance size")
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    if ax.get_legend_handles_labels()[0]:  # no run timed (every one failed): no legend
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(out / "time_vs_size.png", dpi=110)
     plt.close(fig)

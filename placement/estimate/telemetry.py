@@ -71,8 +71,8 @@ def read_telemetry(path: str | os.PathLike[str]) -> Telemetry:
             for c in RESOURCES:
                 try:
                     vals.append(cell_number(row.get(c), minimum=0, maximum=1))
-                except CellError as e:
-                    bad.append(f"{c} (a utilisation) {e}")
+                except CellError:
+                    bad.append(f"{c} must be a utilisation in [0, 1], got {row.get(c)!r}")
             if bad:
                 problems.append(f"{p.name} row {line}: " + "; ".join(bad))
                 continue
@@ -145,8 +145,8 @@ def read_demands(path: str | os.PathLike[str]) -> dict[str, dict[str, float]]:
                     continue
                 try:
                     d[c] = cell_number(text, minimum=0, maximum=1)
-                except CellError as e:
-                    problems.append(f"{p.name} row {line}: {c} (a fraction) {e}")
+                except CellError:
+                    problems.append(f"{p.name} row {line}: {c} must be a fraction in [0, 1], got {text!r}")
             out[(row.get("job") or "").strip()] = d
     raise_problems(problems, str(p), TelemetryError)
     return out

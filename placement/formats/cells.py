@@ -37,15 +37,18 @@ def cell_number(
     bounds; else :class:`CellError` whose message reads ``must be ..., got '...'``."""
     raw = (text or "").strip()
     hi = MAX_MAGNITUDE if maximum is None else min(maximum, MAX_MAGNITUDE)
-    lo = -hi if minimum is None else minimum
-    kind = "an integer" if integer else "a number"
-    op = ">" if exclusive_minimum else ">="
-    want = f"{kind} {op} {lo:g}" + (f" and <= {hi:g}" if hi < math.inf else "")
-    shown = raw if len(raw) <= 24 else f"{raw[:12]}...{raw[-6:]} ({len(raw)} characters)"
+    lo = -MAX_MAGNITUDE if minimum is None else minimum
     try:
         v = float(raw) if len(raw) <= MAX_CELL_CHARS else math.nan
     except ValueError:
         v = math.nan
+    too_big = math.isfinite(v) and abs(v) > MAX_MAGNITUDE
     if not math.isfinite(v) or v > hi or v < lo or (exclusive_minimum and v == lo) or (integer and v != math.floor(v)):
+        want = "an integer" if integer else "a number"
+        if minimum is not None:
+            want += f" {'>' if exclusive_minimum else '>='} {minimum:g}"
+        if maximum is not None or too_big:
+            want += f" and <= {hi:g}" if minimum is not None else f" between {lo:g} and {hi:g}"
+        shown = raw if len(raw) <= 24 else f"{raw[:12]}...{raw[-6:]} ({len(raw)} characters)"
         raise CellError(f"must be {want}, got {shown!r}")
     return v

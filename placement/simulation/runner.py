@@ -19,6 +19,7 @@ from typing import Any
 from placement.compare.harness import isolated, read_rows, run_into
 from placement.compare.lock import sweep_lock
 from placement.compare.spawn import check_workers
+from placement.errors import InvalidInputError
 from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
 
 __all__ = [
@@ -136,6 +137,27 @@ def load_inputs(run: SimRun) -> tuple[Any, Any]:
     total = int(sum(s.free_gpus for s in cluster.servers))
     workload = read_trace(run.trace, max_workers=total, **run.trace_options)
     return cluster, workload
+
+
+def check_inputs(runs: Sequence[SimRun]) -> Any:
+    """The inputs every run of a sweep shares, read once before any run (bad input raises
+    :class:`~placement.errors.InvalidInputError`, naming the file and row): the cluster, the
+    trace (which must leave at least one job) and any replayed slowdown series.  Returns the
+    workload."""
+    from placement.simulation.dynamics import read_replay
+
+    try:
+        _, workload = load_inputs(runs[0])
+    except InvalidInputError:
+        raise
+    except ValueError as e:
+        raise InvalidInputError([str(e)]) from None
+    if not workload.jobs:
+        raise InvalidInputError([f"--trace {runs[0].trace}: no job left to simulate ({workload.source})"])
+    for path in dict.fromkeys(r.config.get("replay_path") for r in runs if r.config.get("dynamics") == "replay"):
+        if path:
+            read_replay(path)
+    return workload
 
 
 def run_one(
