@@ -182,3 +182,27 @@ def test_generate_writes_a_reproducible_instance(run, tmp_path):
 def test_validate_instance_only(run):
     r = run("validate", "hetero")
     assert r.exit_code == 0 and "valid instance" in r.stdout
+
+
+def test_the_command_table_lists_every_verb_and_loads_each_only_when_it_runs():
+    import subprocess
+    import sys
+
+    import click
+
+    from placement.cli.main import COMMANDS
+
+    ctx = click.Context(cli)
+    for verb, (_module, summary) in COMMANDS.items():
+        cmd = cli.get_command(ctx, verb)
+        assert cmd is not None and cmd.name == verb and cmd.short_help == summary, verb
+    assert cli.get_command(ctx, "nonsense") is None
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom placement.cli.main import cli\n"
+        "r = CliRunner().invoke(cli, ['--help'])\n"
+        "print(r.exit_code, sorted(m for m in sys.modules if m.startswith('placement.cli.commands.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "0 []"  # --help lists the table's summaries without importing a verb
+    help_text = " ".join(CliRunner().invoke(cli, ["--help"]).stdout.split())
+    assert all(verb in help_text and summary in help_text for verb, (_, summary) in COMMANDS.items())

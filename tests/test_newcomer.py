@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import click
 import pytest
 from click.testing import CliRunner
 from hypothesis import find
@@ -127,7 +128,7 @@ def test_a_folder_of_bundled_instances_is_named_as_such():
 def test_every_option_of_every_command_says_what_it_does():
     missing = {
         name: [p.name for p in cmd.params if p.param_type_name == "option" and not getattr(p, "help", None)]
-        for name, cmd in cli.commands.items()
+        for name, cmd in ((n, cli.get_command(click.Context(cli), n)) for n in cli.list_commands(click.Context(cli)))
     }
     assert {k: v for k, v in missing.items() if v} == {}
     for name in ("compare", "simulate"):  # -o is --output everywhere (and --out where a folder is written)

@@ -1,0 +1,364 @@
+"""``placement simulate``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from placement.cli.common import (
+    FiniteRange,
+    console,
+    csv_list,
+    err,
+    guard,
+    sweep_end,
+)
+from placement.cli.options import (
+    wait_option,
+)
+from placement.errors import (
+    InvalidInputError,
+)
+from placement.simulation.engine import QUEUES
+
+
+@click.command()
+@click.argument("cluster")
+@click.option(
+    "--trace", required=True, help="A trace file, or a bundled trace (elasticflow-cluster03, elasticflow-cluster04)."
+)
+@click.option(
+    "--trace-format",
+    type=click.Choice(["auto", "elasticflow", "philly", "csv"]),
+    default="auto",
+    show_default=True,
+    help="auto detects it from the header; csv is the plain format (submit_s, workers, duration_s or iterations).",
+)
+@click.option(
+    "-m", "--methods", default="greedy", show_default=True, help="Comma-separated methods (or module:function)."
+)
+@click.option("--knowledge", default="oracle", show_default=True, help="Comma-separated: oracle, estimated, oblivious.")
+@click.option("--dynamics", default="markov", show_default=True, help="Comma-separated: none, static, markov, replay.")
+@click.option(
+    "--replay",
+    "replay_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="With --dynamics replay: a CSV time_s, server, slowdown.",
+)
+@click.option(
+    "--episode-median-s",
+    type=FiniteRange(30, 36000),
+    default=600.0,
+    show_default=True,
+    help="Median length of a slow episode (markov).",
+)
+@click.option(
+    "--queue",
+    type=click.Choice(QUEUES),
+    default="fifo",
+    show_default=True,
+    help="Queue order: arrival, or shortest ideal run first.",
+)
+@click.option(
+    "--plan-by",
+    default="expected",
+    show_default=True,
+    help="Comma-separated: expected (E[T]), rate (steady rate 1/E[1/S]), duration (rate for jobs that outlive "
+    "several slow-state cycles).",
+)
+@click.option(
+    "--decision-time-limit",
+    type=FiniteRange(min=0, min_open=True, max=3600),
+    default=1.0,
+    show_default=True,
+    help="Seconds per placement decision.",
+)
+@click.option(
+    "--round-s",
+    type=FiniteRange(min=0, min_open=True),
+    default=None,
+    help="Decide every S seconds instead of at every arrival and completion.",
+)
+@click.option(
+    "--estimate-every-s",
+    type=FiniteRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Refit the estimates this often (knowledge estimated).",
+)
+@click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="The first N jobs (after the window).")
+@click.option(
+    "--window-start-s",
+    type=FiniteRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Start of the trace window (s).",
+)
+@click.option(
+    "--window-hours",
+    type=FiniteRange(min=0, min_open=True),
+    default=None,
+    help="Only jobs submitted within this many hours of --window-start-s.",
+)
+@click.option(
+    "--load",
+    type=FiniteRange(min=0, min_open=True, max=1000),
+    default=1.0,
+    show_default=True,
+    help="Scale the arrival rate (2 = twice as many arrivals per second).",
+)
+@click.option(
+    "--resample-seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Redraw inter-arrival times as Poisson arrivals of the same rate.",
+)
+@click.option(
+    "--drop-wider", is_flag=True, help="Drop jobs wider than the cluster (counted) instead of refusing the trace."
+)
+@click.option(
+    "--ps-fraction",
+    type=FiniteRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Make this share of the trace's jobs parameter-server jobs (a CSV trace may also say so per row).",
+)
+@click.option("--ps-shards", type=click.IntRange(min=1), default=2, show_default=True, help="Their shards.")
+@click.option("--ps-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs are picked.")
+@click.option(
+    "--replan-every-s",
+    type=FiniteRange(min=0, min_open=True),
+    default=None,
+    help="Re-plan running jobs this often (methods auto, local_search).",
+)
+@click.option("--max-moves", type=click.IntRange(min=0), default=None, help="Workers a re-planning may move.")
+@click.option(
+    "--restart-s",
+    type=FiniteRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Progress (seconds) a moved job loses.",
+)
+@click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
+@click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
+@click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Configurations at a time.")
+@click.option(
+    "--timeout",
+    type=FiniteRange(min=0, min_open=True),
+    default=None,
+    help="Kill a configuration still running after this many seconds.",
+)
+@click.option(
+    "--dask", default=None, help="Run on a Dask cluster: an address, or 'local' (needs placement[distributed])."
+)
+@click.option(
+    "-o",
+    "--out",
+    "--output",
+    "out_dir",
+    default="results/simulate",
+    show_default=True,
+    help="Folder for runs.jsonl, summary.json, jobs/, timeline/, report.md and plots; re-running resumes.",
+)
+@wait_option
+@guard
+def simulate(
+    cluster: str,
+    trace: str,
+    trace_format: str,
+    methods: str,
+    knowledge: str,
+    dynamics: str,
+    replay_path: str | None,
+    episode_median_s: float,
+    queue: str,
+    plan_by: str,
+    decision_time_limit: float,
+    round_s: float | None,
+    estimate_every_s: float,
+    max_jobs: int | None,
+    window_start_s: float,
+    window_hours: float | None,
+    load: float,
+    resample_seed: int | None,
+    drop_wider: bool,
+    ps_fraction: float,
+    ps_shards: int,
+    ps_seed: int,
+    replan_every_s: float | None,
+    max_moves: int | None,
+    restart_s: float,
+    seeds: str,
+    no_reference: bool,
+    parallel: int,
+    timeout: float | None,
+    dask: str | None,
+    out_dir: str,
+    wait: bool,
+) -> None:
+    """Simulate a trace of arrivals on CLUSTER (an instance file or bundled name; its jobs are
+    ignored): servers drift in and out of slow states, each configuration (methods x knowledge
+    x dynamics x seeds) places the gangs as they arrive; prints mean and tail JCT."""
+    from pathlib import Path
+
+    from placement.compare.harness import read_rows
+    from placement.compare.lock import sweep_lock
+    from placement.simulation.dynamics import DYNAMICS
+    from placement.simulation.engine import KNOWLEDGE, SimConfig
+    from placement.simulation.runner import check_inputs, plan_runs, simulate_sweep
+    from placement.solving.registry import get_method
+
+    names = csv_list(methods, "methods")
+    for n in names:
+        get_method(n)
+    know = csv_list(knowledge, "knowledge", KNOWLEDGE)
+    dyn = csv_list(dynamics, "dynamics", DYNAMICS)
+    try:
+        seed_list = [int(x) for x in csv_list(seeds, "seeds")]
+    except ValueError:
+        raise InvalidInputError([f"--seeds must be comma-separated integers, got {seeds!r}"]) from None
+    if any(x < 0 for x in seed_list):
+        raise InvalidInputError([f"--seeds must be >= 0, got {seeds!r}"])
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise InvalidInputError([f"-o {out_dir}: exists and is not a folder"])
+    trace_options = {
+        "format": "plain" if trace_format == "csv" else trace_format,
+        "window_start_s": window_start_s,
+        "window_s": None if window_hours is None else 3600.0 * window_hours,
+        "max_jobs": max_jobs,
+        "load": load,
+        "resample_seed": resample_seed,
+        "drop_wider": drop_wider,
+    }
+    if ps_fraction > 0:
+        trace_options.update(ps_fraction=ps_fraction, ps_shards=ps_shards, ps_seed=ps_seed)
+    common = {
+        "episode_median_s": episode_median_s,
+        "queue": queue,
+        "decision_time_limit_s": decision_time_limit,
+        "round_s": round_s,
+        "estimate_every_s": estimate_every_s,
+        "replan_every_s": replan_every_s,
+        "max_moves": max_moves,
+        "restart_s": restart_s,
+        "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
+    }
+    from placement.simulation.engine import PLAN_BY
+
+    runs = plan_runs(
+        cluster,
+        trace,
+        trace_options,
+        methods=names,
+        knowledge=know,
+        dynamics=dyn,
+        seeds=seed_list,
+        common=common,
+        plan_by=csv_list(plan_by, "plan-by", PLAN_BY),
+        reference=not no_reference,
+        out_dir=str(out.resolve()),
+    )
+    for r in runs:
+        SimConfig(**r.config)  # every configuration is checked before any runs
+    workload = check_inputs(runs)  # the cluster, the trace and any replay, checked once, here (exit 2)
+    err(f"trace: {workload.source}: {len(workload.jobs)} jobs")
+    say = lambda m: click.echo(m, err=True)  # noqa: E731
+    with sweep_lock(out, wait=wait, say=say):
+        done = {r["label"] for r in read_rows(out / "runs.jsonl") if r.get("status") == "finished"}
+        todo = [r for r in runs if r.label not in done]
+        if len(todo) == 1 and dask is None:
+            rows = _simulate_here(todo[0], runs, out)
+        else:
+            rows = simulate_sweep(runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=say)
+    _simulation_table(rows)
+    click.echo(f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, timeline/, report.md, jct_cdf.png, timeline.png")
+    bad = sum(1 for r in rows if r.get("status") != "finished")
+    sweep_end("simulate", "configurations", bad, len(rows), f"{out_dir}/runs.jsonl")
+
+
+def _simulate_here(run: Any, runs: list[Any], out: Any) -> list[Any]:
+    """One configuration to run: in this process, with a progress bar of jobs finished."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from placement.simulation.runner import report_runs, run_one
+
+    out.mkdir(parents=True, exist_ok=True)
+    prog = Progress(
+        TextColumn("[bold]simulate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        disable=not sys.stderr.isatty(),
+        transient=False,
+    )
+    with prog:
+        task = prog.add_task(run.label, total=None)
+
+        def progress(t: float, finished: int, total: int) -> None:
+            prog.update(task, completed=finished, total=total, description=f"{run.label}: day {t / 86400:.1f}")
+
+        row, _ = run_one(run, progress=progress)
+    with open(out / "runs.jsonl", "a") as f:
+        f.write(json.dumps(row) + "\n")
+    return report_runs(runs, out)
+
+
+def _simulation_table(rows: list[Any]) -> None:
+    from rich.table import Table
+
+    from placement.simulation.runner import inflation_table, knowledge_label
+
+    infl = {r["label"]: r for r in inflation_table(rows)}
+    t = Table(title="simulation (times in seconds)", show_edge=False, pad_edge=False)
+    for c in (
+        "method",
+        "knowledge",
+        "dynamics",
+        "seed",
+        "finished",
+        "mean JCT",
+        "p99 JCT",
+        "mean queue",
+        "GPU util",
+        "inflation",
+        "removed",
+    ):
+        t.add_column(c, justify="right" if c not in ("method", "knowledge", "dynamics") else "left")
+    for r in rows:
+        if r.get("status") != "finished":
+            t.add_row(
+                str(r.get("method")),
+                str(r.get("knowledge")),
+                str(r.get("dynamics")),
+                str(r.get("seed")),
+                str(r.get("status")),
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+                "-",
+            )
+            continue
+        i = infl.get(r["label"], {})
+        share = i.get("share_removed")
+        t.add_row(
+            r["method"],
+            knowledge_label(r),
+            r["dynamics"],
+            str(r["seed"]),
+            f"{r['jobs_finished']}/{r['jobs']}",
+            f"{r['avg_jct_s']:,.0f}",
+            f"{r['p99_jct_s']:,.0f}",
+            f"{r['avg_queue_s']:,.0f}",
+            f"{100 * r['gpu_utilization']:.1f}%",
+            "-" if i.get("inflation_s") is None else f"{i['inflation_s']:,.0f}",
+            "-" if share is None else f"{100 * share:.1f}%",
+        )
+    console().print(t)
