@@ -8,7 +8,6 @@ that reproduces it bit for bit (:func:`from_source`).
 from __future__ import annotations
 
 import math
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from placement.model import Instance, Job, Link, Scenarios, Server, Slowdown, Switch
+from placement.model.catalog import GPU_TYPES, gpu_profile
 
 __all__ = [
     "GeneratorSpec",
@@ -36,13 +36,6 @@ SERVER_SOURCES = ("", "alibaba-v2023")
 JOB_SOURCES = ("", "elasticflow-cluster03")
 JOB_MIXES = ("elasticflow", "small", "large")
 
-GPU_TYPES: dict[str, tuple[float, float]] = {
-    # GPU type -> (relative speed, GPU-to-GPU bandwidth inside a server, Gbit/s)
-    "H100": (1.6, 3600.0),
-    "A100": (1.0, 2400.0),
-    "V100": (0.55, 1200.0),
-    "T4": (0.25, 128.0),
-}
 
 # GPUs per job, ElasticFlow cluster03 (shared/data/README.md): 1->1014, 2->85, 8->1777,
 # 16->94, 32->24, 64->17 jobs.
@@ -215,44 +208,6 @@ def _slowdown(rng: np.random.Generator, regime: str, hot: bool) -> Slowdown:
     p = np.round(w / w.sum(), 4)
     p[0] = round(1.0 - float(p[1:].sum()), 4)
     return Slowdown((1.0, 1.3, 2.0, 5.0, 10.0), tuple(float(x) for x in p))
-
-
-# Datacenter GPUs a real cluster reports (Kubernetes' nvidia.com/gpu.product, Slurm's gres
-# type) beyond the generator's own types: (relative speed to A100, GPU-to-GPU bandwidth inside
-# a server, Gbit/s; NVLink generation for SXM parts, PCIe 4.0 x16 = 256 for PCIe cards).
-_REAL_GPU_TYPES: dict[str, tuple[float, float]] = {
-    "B200": (2.5, 7200.0),
-    "H200": (1.8, 3600.0),
-    "H800": (1.6, 1600.0),
-    "A800": (1.0, 1600.0),
-    "L40S": (0.9, 256.0),
-    "L40": (0.75, 256.0),
-    "A40": (0.6, 256.0),
-    "A30": (0.55, 256.0),
-    "A10G": (0.45, 256.0),
-    "A10": (0.45, 256.0),
-    "L4": (0.35, 256.0),
-    "P100": (0.3, 640.0),
-}
-UNKNOWN_GPU_PROFILE = (1.0, 256.0)
-"""An unrecognised GPU type: speed of an A100, PCIe 4.0 x16 between its GPUs."""
-
-
-def gpu_profile(gpu_type: str) -> tuple[float, float]:
-    """``(relative speed, intra-server GPU bandwidth in Gbit/s)`` of a GPU type named as a
-    real cluster names it: ``"NVIDIA-A100-SXM4-80GB"`` -> A100's, ``"Tesla-T4"`` -> T4's.
-    The longest known name contained in ``gpu_type`` (case-insensitive) wins, so ``A10G``
-    is not read as ``A10``; an unknown type gets :data:`UNKNOWN_GPU_PROFILE`."""
-    from placement.instances.traces import ALIBABA_GPU_TYPES
-
-    known = {**_REAL_GPU_TYPES, **ALIBABA_GPU_TYPES, **GPU_TYPES}
-    name = gpu_type.upper()
-    if name in known:
-        return known[name]
-    for key in sorted(known, key=len, reverse=True):
-        if re.search(rf"(?<![A-Z0-9]){re.escape(key)}(?![0-9])", name):
-            return known[key]
-    return UNKNOWN_GPU_PROFILE
 
 
 def populate(
@@ -458,7 +413,8 @@ def generate(spec: GeneratorSpec | None = None, **kw: object) -> Instance:
     speeds = dict(GPU_TYPES.items())
     shapes = None
     if spec.servers_from == "alibaba-v2023":
-        from placement.instances.traces import ALIBABA_GPU_TYPES, ALIBABA_V2023_SHAPES
+        from placement.instances.traces import ALIBABA_V2023_SHAPES
+        from placement.model.catalog import ALIBABA_GPU_TYPES
 
         shapes = ALIBABA_V2023_SHAPES
         speeds.update(ALIBABA_GPU_TYPES)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from placement.model import Slowdown
+from placement.model.catalog import ALIBABA_GPU_TYPES, ELASTICFLOW_MODELS
 
 __all__ = [
     "ALIBABA_V2023_SHAPES",
@@ -67,19 +68,6 @@ ALIBABA_V2023_SHAPES: tuple[tuple[str, int, float, float, int], ...] = (
     ("V100M16", 8, 82.0, 336.0, 1),
 )
 
-# relative speed and GPU-to-GPU bandwidth inside a server (Gbit/s) per GPU model.  The
-# trace anonymises G2/G3; they are taken as A100-class (NVLink) parts.  These are
-# assumptions of the generator, stated, not figures of the trace.
-ALIBABA_GPU_TYPES: dict[str, tuple[float, float]] = {
-    "G3": (1.3, 2400.0),
-    "G2": (1.0, 2400.0),
-    "V100M32": (0.55, 1200.0),
-    "V100M16": (0.5, 1200.0),
-    "A10": (0.45, 128.0),
-    "P100": (0.35, 128.0),
-    "T4": (0.25, 64.0),
-}
-
 
 def alibaba_shapes(path: str | os.PathLike[str]) -> list[tuple[str, int, float, float, int]]:
     """Server shapes and counts of an ``openb_node_list_gpu_node.csv``, most common first."""
@@ -87,21 +75,6 @@ def alibaba_shapes(path: str | os.PathLike[str]) -> list[tuple[str, int, float, 
         rows = list(csv.DictReader(f))
     c = Counter((r["model"], int(r["gpu"]), int(r["cpu_milli"]) / 1000.0, int(r["memory_mib"]) / 1024.0) for r in rows)
     return [(m, g, cpu, mem, n) for (m, g, cpu, mem), n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
-
-
-# gradient sizes (MB of fp32 parameters) of the model names in the ElasticFlow traces
-ELASTICFLOW_MODELS: dict[str, float] = {
-    "resnet50": 98.0,
-    "vgg16": 528.0,
-    "inception3": 91.0,
-    "bert": 1340.0,
-    "gpt2": 548.0,
-    "deepspeech2": 150.0,
-    "yolov3": 248.0,
-    "resnet18": 45.0,
-    "alexnet": 233.0,
-    "vgg19": 548.0,
-}
 
 
 def elasticflow_path() -> Path:

@@ -58,7 +58,7 @@ def _join_checkout() -> None:
     if not all(os.path.isfile(os.path.join(root, name, "__init__.py")) for name in SIBLING_SUBPACKAGES):
         return
     if not any(type(f).__name__ == "_SiblingFinder" and getattr(f, "root", None) == root for f in sys.meta_path):
-        sys.meta_path.append(_SiblingFinder(root))
+        sys.meta_path.insert(0, _SiblingFinder(root))  # before an editable install's finder (of another checkout)
 
 
 _join_checkout()

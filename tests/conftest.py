@@ -1,6 +1,12 @@
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+
+# the tests mirror the package in sub-folders (imported by pytest's importlib mode, so that two
+# folders may hold files of one name); their helpers are the package `support`, found here
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # `ci`: deterministic (derandomised), enough examples to find real bugs within the CI budget.
 settings.register_profile(

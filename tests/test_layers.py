@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from support.paths import ROOT as REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("placement.errors", "placement.model"),
@@ -25,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "placement.estimate",
         "placement.simulation",
         "placement.export",
+        "placement.integrations",
         "placement.testing",
     ),
     ("placement",),
@@ -150,3 +152,121 @@ def test_every_package_is_installed():
     assert found == listed
     folders = {p.parent for p in (ROOT / "placement").rglob("*.py") if "__pycache__" not in p.parts}
     assert [f for f in folders if not (f / "__init__.py").exists()] == []
+
+
+# ------------------------------------------------------------------ tests mirror the package
+COVERED: dict[str, tuple[str, str]] = {
+    # module: (the test file that covers it, a name that file uses from it or of it)
+    "placement": ("acceptance/test_newcomer.py", "import placement"),
+    "placement.bench.__main__": ("bench/test_benchmarks.py", "main("),
+    "placement.cli.commands.backtest": ("estimate/test_logs.py", '"backtest"'),
+    "placement.cli.commands.compare": ("compare/test_harness.py", '"compare"'),
+    "placement.cli.commands.estimate": ("estimate/test_logs.py", '"estimate"'),
+    "placement.cli.commands.evaluate": ("cli/test_commands.py", '"evaluate"'),
+    "placement.cli.commands.export": ("export/test_export.py", '"export"'),
+    "placement.cli.commands.generate": ("cli/test_commands.py", '"generate"'),
+    "placement.cli.commands.import_k8s": ("export/test_export.py", '"import-k8s"'),
+    "placement.cli.commands.import_placement": ("export/test_export.py", '"import-placement"'),
+    "placement.cli.commands.import_slurm": ("instances/test_traces.py", '"import-slurm"'),
+    "placement.cli.commands.methods": ("cli/test_commands.py", '"methods"'),
+    "placement.cli.commands.simulate": ("cli/test_simulate.py", '"simulate"'),
+    "placement.cli.commands.solve": ("cli/test_commands.py", '"solve"'),
+    "placement.cli.commands.validate": ("cli/test_commands.py", '"validate"'),
+    "placement.cli.common": ("acceptance/test_hostile_inputs.py", "exit_code == 2"),
+    "placement.cli.entry": ("acceptance/test_hostile_inputs.py", "interrupted"),
+    "placement.cli.main": ("cli/test_commands.py", "COMMANDS"),
+    "placement.cli.options": ("cli/test_commands.py", '"generate"'),
+    "placement.compare.lock": ("acceptance/test_install.py", "sweep_lock"),
+    "placement.compare.report": ("compare/test_harness.py", "summarise"),
+    "placement.compare.rows": ("compare/test_harness.py", '"crashed"'),
+    "placement.compare.spawn": ("acceptance/test_install.py", "check_workers"),
+    "placement.compare.worker": ("compare/test_harness.py", "isolated_run"),
+    "placement.errors": ("formats/test_instance.py", "InstanceError"),
+    "placement.estimate.apply": ("estimate/test_logs.py", "apply_estimates"),
+    "placement.estimate.backtest": ("estimate/test_logs.py", "backtest_pai"),
+    "placement.estimate.csvrows": ("acceptance/test_hostile_inputs.py", "not UTF-8"),
+    "placement.estimate.telemetry": ("estimate/test_logs.py", "read_telemetry"),
+    "placement.estimate.workflow": ("acceptance/test_newcomer.py", '"--map"'),
+    "placement.evaluation.bounds": ("evaluation/test_evaluate.py", "lower_bound"),
+    "placement.evaluation.feasibility": ("methods/test_exact.py", "infeasible"),
+    "placement.evaluation.montecarlo": ("evaluation/test_evaluate.py", "monte_carlo"),
+    "placement.evaluation.ranking": ("solving/test_registry.py", "check_solution"),
+    "placement.formats.cells": ("acceptance/test_hostile_inputs.py", "row 3: iteration must be an integer"),
+    "placement.formats.parse": ("formats/test_instance.py", "parse_json"),
+    "placement.formats.solution": ("formats/test_instance.py", "solution_from_dict"),
+    "placement.formulations.cpsat": ("formulations/test_milp.py", "cpsat"),
+    "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
+    "placement.formulations.quiet": ("acceptance/test_hostile_inputs.py", "interrupt"),
+    "placement.formulations.transport": ("acceptance/test_scale.py", "transport_lower_bound"),
+    "placement.instances.library": ("instances/test_generate.py", "bundled_names"),
+    "placement.instances.scaling": ("acceptance/test_scale.py", "placement.instances.scaling"),
+    "placement.integrations.found": ("integrations/test_targets.py", "read_placement"),
+    "placement.integrations.kubernetes.keys": ("integrations/test_targets.py", "read_placement"),
+    "placement.integrations.kubernetes.nodes": ("integrations/kubernetes/test_read.py", "allocatable"),
+    "placement.integrations.kubernetes.readback": ("integrations/test_targets.py", "read_placement"),
+    "placement.integrations.kubernetes.topology": ("integrations/kubernetes/test_read.py", "hypernodes"),
+    "placement.integrations.kubernetes.write": ("export/test_export.py", "volcano"),
+    "placement.integrations.names": ("integrations/slurm/test_write.py", "file_stem"),
+    "placement.integrations.options": ("export/test_export.py", "ExportOptions"),
+    "placement.integrations.ranks": ("integrations/slurm/test_write.py", "rank_order"),
+    "placement.integrations.readback": ("integrations/test_targets.py", "READERS"),
+    "placement.integrations.slurm.keys": ("integrations/test_targets.py", "read_placement"),
+    "placement.integrations.slurm.readback": ("integrations/test_targets.py", "read_placement"),
+    "placement.integrations.tiers": ("export/test_export.py", "tiers_of"),
+    "placement.methods.auto": ("solving/test_registry.py", "REGISTRY"),
+    "placement.methods.baselines": ("solving/test_registry.py", "REGISTRY"),
+    "placement.methods.bruteforce": ("solving/test_registry.py", "brute_force"),
+    "placement.methods.comm_optimal": ("solving/test_registry.py", "REGISTRY"),
+    "placement.methods.greedy": ("solving/test_registry.py", "REGISTRY"),
+    "placement.methods.local_search": ("solving/test_registry.py", "local_search"),
+    "placement.methods.pop": ("acceptance/test_scale.py", "placement.methods.pop"),
+    "placement.methods.replan": ("acceptance/test_scale.py", "previous"),
+    "placement.methods.saa": ("solving/test_registry.py", "REGISTRY"),
+    "placement.model": ("test_testing.py", "from placement.model import"),
+    "placement.model.catalog": ("integrations/kubernetes/test_read.py", "gpu_profile"),
+    "placement.model.records": ("formats/test_instance.py", "instance_from_dict"),
+    "placement.model.tolerances": ("methods/test_exact.py", "tolerance"),
+    "placement.problem.arrays": ("evaluation/test_evaluate.py", "placement.problem.arrays"),
+    "placement.problem.reuse": ("acceptance/test_scale.py", "previous"),
+    "placement.problem.rules": ("simulation/test_engine.py", "placement.problem.rules"),
+    "placement.problem.shards": ("acceptance/test_parameter_server.py", "shards"),
+    "placement.problem.state": ("solving/test_registry.py", "REGISTRY"),
+    "placement.problem.variants": ("compare/test_harness.py", "ideal_lower_bound"),
+    "placement.simulation.belief": ("simulation/test_engine.py", "plan_by"),
+    "placement.simulation.config": ("simulation/test_engine.py", "SimConfig"),
+    "placement.simulation.metrics": ("simulation/test_engine.py", "avg_jct_s"),
+    "placement.simulation.dynamics": ("simulation/test_engine.py", "placement.simulation.dynamics"),
+    "placement.simulation.workload.bundled": ("simulation/test_workload.py", "elasticflow-cluster"),
+    "placement.simulation.workload.readers": ("simulation/test_workload.py", "read_trace"),
+    "placement.simulation.workload.records": ("simulation/test_workload.py", "TraceJob"),
+    "placement.simulation.workload.transforms": ("simulation/test_workload.py", "apply_options"),
+    "placement.simulation.runner": ("cli/test_simulate.py", "runs.jsonl"),
+    "placement.simulation.worker": ("cli/test_simulate.py", "runs.jsonl"),
+    "placement.solving.backend": ("methods/test_exact.py", "Termination"),
+    "placement.solving.budget": ("methods/test_exact.py", "Budget"),
+    "placement.solving.driver": ("solving/test_registry.py", "solve("),
+    "placement.solving.options": ("methods/test_exact.py", "Options("),
+}
+"""Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the
+test file that covers them.  A package's ``__init__`` is covered by its folder of tests."""
+
+
+def own_test_file(module: str) -> Path:
+    parts = module.split(".")[1:]
+    return (
+        ROOT / "tests" / Path(*parts[:-1]) / f"test_{parts[-1]}.py" if parts else ROOT / "tests" / "test_placement.py"
+    )
+
+
+@pytest.mark.parametrize("module", sorted(MODS))
+def test_every_module_has_a_test_file_or_says_which_covers_it(module):
+    if own_test_file(module).exists():
+        assert module not in COVERED, f"{module} has its own test file: drop it from COVERED"
+        return
+    parts = module.split(".")[1:]
+    if MODS[module].name == "__init__.py" and parts and any((ROOT / "tests" / Path(*parts)).glob("test_*.py")):
+        return
+    assert module in COVERED, f"{module}: no {own_test_file(module).relative_to(ROOT)}, and not in COVERED"
+    path, evidence = COVERED[module]
+    text = (ROOT / "tests" / path).read_text()
+    assert evidence in text, f"{module}: tests/{path} does not use {evidence!r}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from placement.cli.common import (
@@ -17,36 +15,6 @@ from placement.cli.common import (
 from placement.errors import (
     InvalidInputError,
 )
-
-
-def _read_server_map(path: str, inst: Any) -> dict[str, str]:
-    """``log_server -> server`` from a CSV; unknown instance servers and repeats refused by row."""
-    import csv
-
-    try:
-        with open(path, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise InvalidInputError([f"--map {path}: cannot read it: {e}"]) from None
-    out: dict[str, str] = {}
-    problems = []
-    if rows and not {"log_server", "server"} <= set(rows[0]):
-        raise InvalidInputError(
-            [f"--map {path}: needs the columns log_server, server; the header has {sorted(rows[0])}"]
-        )
-    for line, r in enumerate(rows, start=2):
-        a, b = (r.get("log_server") or "").strip(), (r.get("server") or "").strip()
-        if not a or not b:
-            problems.append(f"--map {path} row {line}: empty log_server or server")
-        elif b not in inst.server_by_id:
-            problems.append(f"--map {path} row {line}: server {b!r} is not in the instance")
-        elif a in out:
-            problems.append(f"--map {path} row {line}: log server {a!r} is mapped twice")
-        else:
-            out[a] = b
-    if problems:
-        raise InvalidInputError(problems)
-    return out
 
 
 @click.command()
@@ -127,10 +95,7 @@ def estimate(
 ) -> None:
     """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
     check_output(output, instance, telemetry, demands, jobs_file, server_map, *logs, *pai)
-    import numpy as np
-
     import placement
-    from placement import estimate as est
     from placement.formats import parse_json
 
     inst = placement.resolve_instance(instance)
@@ -143,31 +108,20 @@ def estimate(
         doc = written(inst)
         doc["jobs"] = data
         inst = placement.instance_from_dict(doc, source=jobs_file)
-    if not (logs or pai or telemetry):
-        raise InvalidInputError(["give --logs, --pai and/or --telemetry: nothing to estimate from"])
-    if bool(telemetry) != bool(demands):
-        raise InvalidInputError(["--telemetry and --demands go together"])
-    servers = fleet = None
-    if logs or pai:
-        parts = [est.read_iteration_log(p) for p in logs] + ([est.read_pai(list(pai))] if pai else [])
-        log = est.LogData(
-            *(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration"))
-        )
-        if server_map:
-            rename = _read_server_map(server_map, inst)
-            log = est.LogData(
-                log.job, np.array([rename.get(str(s), str(s)) for s in log.server]), log.iteration, log.duration
-            )
-        kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
-        servers, fleet = est.estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
-        servers = {k: v for k, v in servers.items() if k in inst.server_by_id or k in set(log.server)}
-        inst = est.apply_estimates(inst, servers, fleet)
-    overrides = None
-    if telemetry and demands:
-        overrides = est.contention_overrides(
-            inst, est.read_telemetry(telemetry), est.read_demands(demands), horizon=horizon
-        )
-        inst = est.apply_estimates(inst, overrides=overrides)
+    from placement.estimate.workflow import estimate_instance
+
+    got = estimate_instance(
+        inst,
+        logs=logs,
+        pai=pai,
+        server_map=server_map,
+        telemetry=telemetry,
+        demands=demands,
+        half_life=half_life,
+        prior_strength=prior_strength,
+        horizon=horizon,
+    )
+    inst, servers, fleet, overrides = got.instance, got.servers, got.fleet, got.overrides
     emit(written(inst), output)
     from rich.table import Table
 

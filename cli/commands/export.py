@@ -12,7 +12,8 @@ from placement.cli.common import (
 from placement.errors import (
     InvalidInputError,
 )
-from placement.export.options import KUEUE_APIS, POD_PER, TARGETS
+from placement.integrations.options import KUEUE_APIS, POD_PER
+from placement.integrations.targets import TARGETS
 
 
 @click.command()

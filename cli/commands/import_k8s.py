@@ -63,7 +63,7 @@ def import_k8s(
     from pathlib import Path
 
     from placement.formats.parse import read_json_file
-    from placement.instances.kubernetes import instance_from_kubernetes
+    from placement.integrations.kubernetes import instance_from_kubernetes
 
     check_output(output, nodes_json, pods_json, hypernodes_json)
     docs: dict[str, Any] = {}

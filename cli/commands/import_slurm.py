@@ -20,6 +20,7 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
+from placement.integrations.slurm.read import TOPOLOGY_FORMATS
 
 
 @click.command("import-slurm")
@@ -34,7 +35,7 @@ from placement.errors import (
 @click.option(
     "--format",
     "topology_format",
-    type=click.Choice(["auto", "conf", "yaml"]),
+    type=click.Choice(["auto", *TOPOLOGY_FORMATS]),
     default="auto",
     show_default=True,
     help="topology.conf (tree) or topology.yaml (tree, block, flat); auto: by the file's extension.",
@@ -58,12 +59,10 @@ def import_slurm(
     check_output(output, topology_file, nodes_json)
     from pathlib import Path
 
-    from placement.instances.slurm import instance_from_slurm, read_slurm_nodes
+    from placement.integrations.slurm import instance_from_slurm, read_slurm_nodes, topology_format_of
 
     levels = number_list(level_gbps, "--level-gbps")
-    fmt = topology_format
-    if fmt == "auto":
-        fmt = "yaml" if Path(topology_file).suffix.lower() in (".yaml", ".yml") else "conf"
+    fmt = topology_format_of(topology_file, topology_format)
     changed = changed_options(kw)
     nodes = None
     if nodes_json:

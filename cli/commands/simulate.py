@@ -22,7 +22,8 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
-from placement.simulation.engine import QUEUES
+from placement.simulation.config import QUEUES
+from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
 @click.command()
@@ -32,7 +33,7 @@ from placement.simulation.engine import QUEUES
 )
 @click.option(
     "--trace-format",
-    type=click.Choice(["auto", "elasticflow", "philly", "csv"]),
+    type=click.Choice(["auto", *("csv" if f == "plain" else f for f in TRACE_FORMATS)]),
     default="auto",
     show_default=True,
     help="auto detects it from the header; csv is the plain format (submit_s, workers, duration_s or iterations).",
@@ -207,8 +208,8 @@ def simulate(
 
     from placement.compare.harness import read_rows
     from placement.compare.lock import sweep_lock
+    from placement.simulation.config import KNOWLEDGE, SimConfig
     from placement.simulation.dynamics import DYNAMICS
-    from placement.simulation.engine import KNOWLEDGE, SimConfig
     from placement.simulation.runner import check_inputs, plan_runs, simulate_sweep
     from placement.solving.registry import get_method
 
@@ -248,7 +249,7 @@ def simulate(
         "restart_s": restart_s,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
     }
-    from placement.simulation.engine import PLAN_BY
+    from placement.simulation.config import PLAN_BY
 
     runs = plan_runs(
         cluster,

@@ -55,6 +55,7 @@ from placement.estimate.telemetry import (
     read_demands,
     read_telemetry,
 )
+from placement.estimate.workflow import Estimated, estimate_instance, read_server_map
 
 __all__ = [
     "BIN_EDGES",
@@ -63,6 +64,9 @@ __all__ = [
     "RESOURCES",
     "SHAPE_STRENGTH",
     "BacktestResult",
+    "Estimated",
+    "estimate_instance",
+    "read_server_map",
     "Forecast",
     "LogData",
     "LogError",

@@ -18,8 +18,9 @@ from pathlib import Path
 
 from placement.errors import InvalidInputError
 from placement.evaluation import validate
-from placement.export.options import DEFAULT_IMAGE, KUEUE_APIS, POD_PER, TARGETS, ExportOptions
-from placement.export.readback import read_placement, read_placement_and_shards
+from placement.integrations.options import DEFAULT_IMAGE, KUEUE_APIS, POD_PER, ExportOptions
+from placement.integrations.readback import read_placement, read_placement_and_shards
+from placement.integrations.targets import TARGET_TABLE, TARGETS, target
 from placement.model import Instance, Solution
 
 __all__ = [
@@ -29,17 +30,24 @@ __all__ = [
     "read_placement_and_shards",
     "ExportOptions",
     "TARGETS",
+    "TARGET_TABLE",
     "DEFAULT_IMAGE",
+    "POD_PER",
+    "KUEUE_APIS",
 ]
 
 
-def export(instance: Instance, solution: Solution, target: str, options: ExportOptions | None = None) -> dict[str, str]:
-    """The files that hand ``solution`` to ``target`` (one of :data:`TARGETS`): ``{file name:
-    text}``, one per placed job plus the target's cluster-level files.  The placement is
-    checked by the validator first: an invalid one raises :class:`InvalidInputError`."""
+def export(
+    instance: Instance, solution: Solution, target_name: str, options: ExportOptions | None = None
+) -> dict[str, str]:
+    """The files that hand ``solution`` to ``target_name`` (one of :data:`TARGETS`): ``{file
+    name: text}``, one per placed job plus the target's cluster-level files.  The placement is
+    checked by the validator first, then by the target (:data:`TARGET_TABLE`); a solution
+    either refuses raises :class:`InvalidInputError`."""
     options = options or ExportOptions()
-    if target not in TARGETS:
-        raise InvalidInputError([f"--to must be one of {', '.join(TARGETS)}, got {target!r}"])
+    row = target(target_name)
+    if row is None:
+        raise InvalidInputError([f"--to must be one of {', '.join(TARGETS)}, got {target_name!r}"])
     problems = []
     if solution.instance != instance.name:
         problems.append(f"solution.instance is {solution.instance!r}, but the instance is {instance.name!r}")
@@ -52,40 +60,11 @@ def export(instance: Instance, solution: Solution, target: str, options: ExportO
         problems.append(f"pod_per must be one of {', '.join(POD_PER)}, got {options.pod_per!r}")
     if options.kueue_api not in KUEUE_APIS:
         problems.append(f"kueue_api must be one of {', '.join(KUEUE_APIS)}, got {options.kueue_api!r}")
-    if target != "slurm":
-        from placement.export.kubernetes import node_name_problems
-
-        problems += node_name_problems(instance, solution)
-    elif solution.shards:
-        # a heterogeneous job's components may not share nodes in Slurm, and one component
-        # cannot hold GPU and GPU-less tasks: no honest script pins workers and shards yet
-        problems += [
-            f"job {j!r} is a parameter-server job: the Slurm export does not place shards yet "
-            "(use --to volcano or podgroup)"
-            for j in sorted(solution.shards)
-        ]
+    problems += row.load("problems")(instance, solution)
     if problems:
         raise InvalidInputError(problems, source="the solution to export")
-    if target == "volcano":
-        from placement.export.kubernetes import volcano_files
-
-        return volcano_files(instance, solution, options)
-    if target == "podgroup":
-        from placement.export.kubernetes import podgroup_files
-
-        return podgroup_files(instance, solution, options)
-    if target == "kueue":
-        from placement.export.kubernetes import kueue_files
-
-        try:
-            return kueue_files(instance, solution, options)
-        except ValueError as e:
-            raise InvalidInputError([str(e)]) from None
-    from placement.export.slurm import sbatch_files
-
-    return sbatch_files(
-        instance, solution, command=options.command, partition=options.partition, time_limit=options.time_limit
-    )
+    files: dict[str, str] = row.load("files")(instance, solution, options)
+    return files
 
 
 def write_files(files: Mapping[str, str], directory: str | os.PathLike[str]) -> list[Path]:

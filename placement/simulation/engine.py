@@ -13,6 +13,13 @@ bottleneck bandwidth of its servers (:func:`placement.problem.rules.comm_ms`).
 Decisions take no simulated time; their wall time is measured and reported.  Every
 placement goes through :func:`placement.solving.driver.solve`, which validates it; the
 simulator also checks at every decision that no server holds more workers than GPUs.
+
+One file over 600 lines, on purpose for now: the event loop's state (queue, running jobs,
+slowdowns, beliefs, logs) is one object whose handlers share it; its configuration
+(:mod:`.config`), beliefs (:mod:`.belief`) and summary (:mod:`.metrics`) are apart already.
+The split of the loop itself into an event kernel, cluster state, scheduler policy and belief,
+with a kind -> handler table, belongs to the issue "The proactive loop that wins on JCT"
+(priced re-planning changes those handlers).
 """
 
 from __future__ import annotations
@@ -30,17 +37,28 @@ from typing import Any
 
 import numpy as np
 
-from placement.errors import InvalidInputError, PlacementError
+from placement.errors import InvalidInputError
 from placement.estimate.logs import estimate_from_ratios
 from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
 from placement.problem.rules import comm_ms, ps_comm_ms
 from placement.problem.topology import cluster_of
-from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, hidden_truth
+from placement.simulation.belief import low_share, rate_points
+from placement.simulation.config import (
+    KNOWLEDGE,
+    PLAN_BY,
+    QUEUES,
+    RATE_CYCLES,
+    SUMMARY_FIELDS,
+    SimConfig,
+    SimResult,
+    SimulationError,
+)
+from placement.simulation.dynamics import hidden_truth
+from placement.simulation.metrics import summarise
 from placement.simulation.workload import TraceJob, Workload
 from placement.solving.driver import solve
-from placement.solving.registry import get_method
 
 __all__ = [
     "SimConfig",
@@ -54,160 +72,10 @@ __all__ = [
     "SUMMARY_FIELDS",
 ]
 
-KNOWLEDGE = ("oracle", "estimated", "oblivious")
-PLAN_BY = ("expected", "rate", "duration")
-RATE_CYCLES = 3.0
-"""``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
-is planned at its servers' steady rates."""
-QUEUES = ("fifo", "sjf")
-SUMMARY_FIELDS = (
-    "method",
-    "knowledge",
-    "dynamics",
-    "plan_by",
-    "queue",
-    "seed",
-    "jobs",
-    "jobs_finished",
-    "avg_jct_s",
-    "p50_jct_s",
-    "p95_jct_s",
-    "p99_jct_s",
-    "makespan_s",
-    "avg_queue_s",
-    "p99_queue_s",
-    "gpu_utilization",
-    "avg_slowdown",
-    "straggled_iteration_fraction",
-    "migrations",
-    "decisions",
-    "decision_time_p50_s",
-    "decision_time_p99_s",
-    "decision_time_max_s",
-    "wall_s",
-)
 _LOG_KEYS = ("job", "worker", "server", "iteration", "duration", "ratio")
 LOG_NOISE = 0.02
 """Multiplicative jitter (log-scale standard deviation) of the per-worker times the simulator
 logs for the estimator: measured iteration times are never exact."""
-
-
-def _low_share(d: Slowdown) -> float:
-    """Probability of a distribution's lowest value (the share of time out of episodes)."""
-    v, p = np.asarray(d.values), np.asarray(d.probs)
-    return float(p[v == v[p > 0].min()].sum())
-
-
-def _rate_points(servers: Sequence[Server], scen: Any) -> dict[str, Slowdown]:
-    """Each server's steady-rate slowdown ``1 / E[1/S]`` as a point distribution (servers
-    that never slow down left out); from the scenario table when there is one."""
-    out: dict[str, Slowdown] = {}
-    if scen is not None:
-        probs = np.asarray(scen.probs, dtype=float) / sum(scen.probs)
-        for sid, row in scen.slowdowns.items():
-            r = np.asarray(row, dtype=float)
-            if (r > 1.0).any():
-                out[sid] = Slowdown((float(1.0 / (probs @ (1.0 / r))),), (1.0,))
-        return out
-    for s in servers:
-        if not s.slowdown.is_trivial:
-            v, p = np.asarray(s.slowdown.values), np.asarray(s.slowdown.probs)
-            out[s.id] = Slowdown((float(1.0 / (p @ (1.0 / v))),), (1.0,))
-    return out
-
-
-class SimulationError(PlacementError):
-    """The simulation broke an invariant (a bug, never an outcome of the input)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimConfig:
-    """One configuration of :func:`simulate` (keyword-only)."""
-
-    method: str = "greedy"
-    """Any registered method, or ``module:function``."""
-    knowledge: str = "oracle"
-    """What the scheduler knows of the slowdowns: the true distributions (``oracle``: the
-    cluster's, or no slowdown at all under ``dynamics="none"``), the estimates refitted from
-    the iteration logs (``estimated``), or nothing (``oblivious``)."""
-    dynamics: str = "markov"
-    episode_median_s: float = EPISODE_MEDIAN_S
-    replay_path: str | None = None
-    queue: str = "fifo"
-    decision_time_limit_s: float = 1.0
-    round_s: float | None = None
-    """Decide every ``round_s`` seconds instead of at every arrival and completion."""
-    max_offer: int = 64
-    """Most queued jobs offered to one decision (in queue order, skipping those wider than
-    the free GPUs left by the jobs before them)."""
-    objective: str = "weighted_expected_iteration_time"
-    plan_by: str = "expected"
-    """What a decision's expected iteration time is computed from: the slowdown
-    distributions (``expected``: ``E[T]``, right for a job that lives through one state);
-    each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives through
-    many short episodes runs at); or per job, the steady-rate points for jobs whose ideal
-    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, markov only)."""
-    estimate_every_s: float = 600.0
-    estimate_window_s: float = 86_400.0
-    """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
-    replan_every_s: float | None = None
-    max_moves: int | None = None
-    restart_s: float = 0.0
-    """Seconds of progress a job moved by re-planning loses (it pauses that long)."""
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        problems = []
-        if self.knowledge not in KNOWLEDGE:
-            problems.append(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {self.knowledge!r}")
-        if self.dynamics not in DYNAMICS:
-            problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
-        if self.dynamics == "replay" and not self.replay_path:
-            problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
-        if self.plan_by not in PLAN_BY:
-            problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
-        if self.queue not in QUEUES:
-            problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
-        for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                problems.append(f"{name} must be a finite number > 0, got {v!r}")
-        for name in ("round_s", "replan_every_s"):
-            v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")
-        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
-            problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
-        if self.max_offer < 1:
-            problems.append(f"max_offer must be >= 1, got {self.max_offer!r}")
-        if self.replan_every_s is not None and not get_method(self.method).replans:
-            problems.append(f"re-planning needs a method that re-plans (auto, local_search), got {self.method!r}")
-        if problems:
-            raise InvalidInputError(problems)
-
-    @property
-    def label(self) -> str:
-        return f"{self.method}/{self.knowledge}/{self.dynamics}/seed{self.seed}"
-
-
-@dataclass
-class SimResult:
-    """What a simulation measured: the summary (:data:`SUMMARY_FIELDS`), one row per job,
-    and the cluster's state after every batch of events."""
-
-    config: SimConfig
-    summary: dict[str, Any]
-    jobs: list[dict[str, Any]]
-    timeline: dict[str, list[float]] = field(default_factory=dict)
-    """``time_s``, ``queued`` (jobs waiting), ``running`` (jobs), ``used_gpus``."""
-    truth_start: dict[str, float] = field(default_factory=dict)
-    """Each server's hidden slowdown at time 0 (for analysis after the run; the scheduler
-    never saw it)."""
-    believed_mean: dict[str, float] = field(default_factory=dict)
-    """Each server's expected slowdown as the scheduler believed it at the end."""
-    iteration_log: dict[str, list[Any]] = field(default_factory=dict)
-    """``knowledge="estimated"``: the per-worker iteration log rows still in the estimator's
-    window (``job, worker, server, iteration, duration, ratio``)."""
 
 
 @dataclass
@@ -531,7 +399,7 @@ class _Simulation:
         steady-rate points (``"rate"``), or the distributions with the steady-rate points as
         long jobs' own estimates (``"duration"``)."""
         scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
-        self.rate_view = _rate_points(servers, scen)
+        self.rate_view = rate_points(servers, scen)
         self.scen = scen
         if self.cfg.plan_by == "rate":
             servers = tuple(dataclasses.replace(s, slowdown=self.rate_view.get(s.id, s.slowdown)) for s in servers)
@@ -544,7 +412,7 @@ class _Simulation:
                 self.cycle_s = e
             else:
                 # servers that alternate (a point distribution never changes state)
-                lows = [p for p in (_low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
+                lows = [p for p in (low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
                 self.cycle_s = float(np.mean([e / (1.0 - p) for p in lows])) if lows else math.inf
         self.template = None
 
@@ -743,42 +611,16 @@ class _Simulation:
         if self.stale:
             self._refit()
         rows = sorted(self.done, key=lambda r: (r["submit_s"], r["job"]))
-        jct = np.array([r["jct_s"] for r in rows])
-        qd = np.array([r["queue_s"] for r in rows])
-        walls = np.array(self.decision_walls) if self.decision_walls else np.zeros(1)
-        first = min((j.submit_s for j in self.jobs), default=0.0)
-        makespan = max((r["end_s"] for r in rows), default=first) - first
-        iters = sum(r["iterations"] for r in rows)
-
-        def pct(x: np.ndarray, q: float) -> float | None:
-            return float(np.percentile(x, q)) if len(x) else None
-
-        summary = {
-            "method": self.cfg.method,
-            "knowledge": self.cfg.knowledge,
-            "dynamics": self.cfg.dynamics,
-            "plan_by": self.cfg.plan_by,
-            "queue": self.cfg.queue,
-            "seed": self.cfg.seed,
-            "jobs": len(self.jobs),
-            "jobs_finished": len(rows),
-            "avg_jct_s": float(jct.mean()) if len(jct) else None,
-            "p50_jct_s": pct(jct, 50),
-            "p95_jct_s": pct(jct, 95),
-            "p99_jct_s": pct(jct, 99),
-            "makespan_s": makespan,
-            "avg_queue_s": float(qd.mean()) if len(qd) else None,
-            "p99_queue_s": pct(qd, 99),
-            "gpu_utilization": self.busy_gpu_s / (self.total_gpus * makespan) if makespan > 0 else 0.0,
-            "avg_slowdown": float(np.mean([r["slowdown"] for r in rows])) if rows else None,
-            "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
-            "migrations": self.migrations,
-            "decisions": len(self.decision_walls),
-            "decision_time_p50_s": float(np.percentile(walls, 50)),
-            "decision_time_p99_s": float(np.percentile(walls, 99)),
-            "decision_time_max_s": float(walls.max()),
-            "wall_s": wall,
-        }
+        summary = summarise(
+            self.cfg,
+            rows,
+            [j.submit_s for j in self.jobs],
+            self.decision_walls,
+            busy_gpu_s=self.busy_gpu_s,
+            total_gpus=self.total_gpus,
+            migrations=self.migrations,
+            wall_s=wall,
+        )
         if len(rows) != len(self.jobs):
             raise SimulationError(f"{len(self.jobs) - len(rows)} job(s) never finished")
         return SimResult(

@@ -20,7 +20,7 @@ from placement.compare.harness import isolated, read_rows, run_into
 from placement.compare.lock import sweep_lock
 from placement.compare.spawn import check_workers
 from placement.errors import InvalidInputError
-from placement.simulation.engine import SUMMARY_FIELDS, SimConfig, SimResult
+from placement.simulation.config import SUMMARY_FIELDS, SimConfig, SimResult
 
 __all__ = [
     "SimRun",

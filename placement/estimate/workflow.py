@@ -1,0 +1,105 @@
+"""The whole estimation of ``placement estimate``, as one library call: read the logs (renaming
+their servers through a map), learn per-server slowdowns, forecast contention from telemetry,
+and write it all into the instance."""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from placement.errors import InvalidInputError
+from placement.estimate.apply import apply_estimates
+from placement.estimate.logs import LogData, ServerEstimate, estimate_from_logs, read_iteration_log, read_pai
+from placement.estimate.telemetry import contention_overrides, read_demands, read_telemetry
+from placement.model import Instance, Slowdown
+
+__all__ = ["Estimated", "read_server_map", "estimate_instance"]
+
+
+@dataclass(frozen=True)
+class Estimated:
+    """An instance with the estimates written in, and what was learned."""
+
+    instance: Instance
+    servers: dict[str, ServerEstimate] | None
+    """Per server, what the logs taught (``None`` without logs)."""
+    fleet: Slowdown | None
+    """The fleet prior given to servers without observations."""
+    overrides: dict[str, dict[str, Slowdown]] | None
+    """Per job and server, the contention forecast from telemetry (``None`` without it)."""
+
+
+def read_server_map(path: str | os.PathLike[str], instance: Instance) -> dict[str, str]:
+    """``log_server -> server`` from a CSV with the columns ``log_server, server``; servers not
+    in ``instance``, empty cells and log servers mapped twice are refused by row."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise InvalidInputError([f"--map {path}: cannot read it: {e}"]) from None
+    out: dict[str, str] = {}
+    problems = []
+    if rows and not {"log_server", "server"} <= set(rows[0]):
+        raise InvalidInputError(
+            [f"--map {path}: needs the columns log_server, server; the header has {sorted(rows[0])}"]
+        )
+    for line, r in enumerate(rows, start=2):
+        a, b = (r.get("log_server") or "").strip(), (r.get("server") or "").strip()
+        if not a or not b:
+            problems.append(f"--map {path} row {line}: empty log_server or server")
+        elif b not in instance.server_by_id:
+            problems.append(f"--map {path} row {line}: server {b!r} is not in the instance")
+        elif a in out:
+            problems.append(f"--map {path} row {line}: log server {a!r} is mapped twice")
+        else:
+            out[a] = b
+    if problems:
+        raise InvalidInputError(problems)
+    return out
+
+
+def _joined(parts: Sequence[LogData], rename: Mapping[str, str] | None) -> LogData:
+    log = LogData(*(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration")))
+    if rename:
+        log = LogData(log.job, np.array([rename.get(str(s), str(s)) for s in log.server]), log.iteration, log.duration)
+    return log
+
+
+def estimate_instance(
+    instance: Instance,
+    *,
+    logs: Sequence[str | os.PathLike[str]] = (),
+    pai: Sequence[str | os.PathLike[str]] = (),
+    server_map: str | os.PathLike[str] | None = None,
+    telemetry: str | os.PathLike[str] | None = None,
+    demands: str | os.PathLike[str] | None = None,
+    half_life: float | None = None,
+    prior_strength: float | None = None,
+    horizon: int = 1,
+) -> Estimated:
+    """``instance`` with slowdowns learned from iteration ``logs`` and ``pai`` files (their
+    servers renamed through ``server_map``) and contention overrides forecast ``horizon``
+    steps ahead from ``telemetry`` and ``demands``.  Bad input raises
+    :class:`~placement.errors.InvalidInputError` naming the file and row."""
+    if not (logs or pai or telemetry):
+        raise InvalidInputError(["give --logs, --pai and/or --telemetry: nothing to estimate from"])
+    if bool(telemetry) != bool(demands):
+        raise InvalidInputError(["--telemetry and --demands go together"])
+    servers = fleet = overrides = None
+    inst = instance
+    if logs or pai:
+        parts = [read_iteration_log(p) for p in logs] + ([read_pai(list(pai))] if pai else [])
+        log = _joined(parts, read_server_map(server_map, inst) if server_map else None)
+        kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
+        learned, fleet = estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
+        seen = set(log.server)
+        servers = {k: v for k, v in learned.items() if k in inst.server_by_id or k in seen}
+        inst = apply_estimates(inst, servers, fleet)
+    if telemetry and demands:
+        overrides = contention_overrides(inst, read_telemetry(telemetry), read_demands(demands), horizon=horizon)
+        inst = apply_estimates(inst, overrides=overrides)
+    return Estimated(inst, servers, fleet, overrides)

@@ -1,0 +1,150 @@
+"""What a simulation is told and what it gives back: :class:`SimConfig` (checked when it is
+made), :class:`SimResult` and the summary's fields, and the names each option takes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from placement.errors import InvalidInputError, PlacementError
+from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S
+from placement.solving.registry import get_method
+
+__all__ = [
+    "SimConfig",
+    "SimResult",
+    "KNOWLEDGE",
+    "PLAN_BY",
+    "RATE_CYCLES",
+    "QUEUES",
+    "SimulationError",
+    "SUMMARY_FIELDS",
+]
+
+KNOWLEDGE = ("oracle", "estimated", "oblivious")
+PLAN_BY = ("expected", "rate", "duration")
+RATE_CYCLES = 3.0
+"""``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
+is planned at its servers' steady rates."""
+QUEUES = ("fifo", "sjf")
+SUMMARY_FIELDS = (
+    "method",
+    "knowledge",
+    "dynamics",
+    "plan_by",
+    "queue",
+    "seed",
+    "jobs",
+    "jobs_finished",
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "avg_queue_s",
+    "p99_queue_s",
+    "gpu_utilization",
+    "avg_slowdown",
+    "straggled_iteration_fraction",
+    "migrations",
+    "decisions",
+    "decision_time_p50_s",
+    "decision_time_p99_s",
+    "decision_time_max_s",
+    "wall_s",
+)
+
+
+class SimulationError(PlacementError):
+    """The simulation broke an invariant (a bug, never an outcome of the input)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    """One configuration of :func:`simulate` (keyword-only)."""
+
+    method: str = "greedy"
+    """Any registered method, or ``module:function``."""
+    knowledge: str = "oracle"
+    """What the scheduler knows of the slowdowns: the true distributions (``oracle``: the
+    cluster's, or no slowdown at all under ``dynamics="none"``), the estimates refitted from
+    the iteration logs (``estimated``), or nothing (``oblivious``)."""
+    dynamics: str = "markov"
+    episode_median_s: float = EPISODE_MEDIAN_S
+    replay_path: str | None = None
+    queue: str = "fifo"
+    decision_time_limit_s: float = 1.0
+    round_s: float | None = None
+    """Decide every ``round_s`` seconds instead of at every arrival and completion."""
+    max_offer: int = 64
+    """Most queued jobs offered to one decision (in queue order, skipping those wider than
+    the free GPUs left by the jobs before them)."""
+    objective: str = "weighted_expected_iteration_time"
+    plan_by: str = "expected"
+    """What a decision's expected iteration time is computed from: the slowdown
+    distributions (``expected``: ``E[T]``, right for a job that lives through one state);
+    each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives through
+    many short episodes runs at); or per job, the steady-rate points for jobs whose ideal
+    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, markov only)."""
+    estimate_every_s: float = 600.0
+    estimate_window_s: float = 86_400.0
+    """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
+    replan_every_s: float | None = None
+    max_moves: int | None = None
+    restart_s: float = 0.0
+    """Seconds of progress a job moved by re-planning loses (it pauses that long)."""
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.knowledge not in KNOWLEDGE:
+            problems.append(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {self.knowledge!r}")
+        if self.dynamics not in DYNAMICS:
+            problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
+        if self.dynamics == "replay" and not self.replay_path:
+            problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
+        if self.plan_by not in PLAN_BY:
+            problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
+        if self.queue not in QUEUES:
+            problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
+        for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                problems.append(f"{name} must be a finite number > 0, got {v!r}")
+        for name in ("round_s", "replan_every_s"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")
+        if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
+            problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
+        if self.max_offer < 1:
+            problems.append(f"max_offer must be >= 1, got {self.max_offer!r}")
+        if self.replan_every_s is not None and not get_method(self.method).replans:
+            problems.append(f"re-planning needs a method that re-plans (auto, local_search), got {self.method!r}")
+        if problems:
+            raise InvalidInputError(problems)
+
+    @property
+    def label(self) -> str:
+        return f"{self.method}/{self.knowledge}/{self.dynamics}/seed{self.seed}"
+
+
+@dataclass
+class SimResult:
+    """What a simulation measured: the summary (:data:`SUMMARY_FIELDS`), one row per job,
+    and the cluster's state after every batch of events."""
+
+    config: SimConfig
+    summary: dict[str, Any]
+    jobs: list[dict[str, Any]]
+    timeline: dict[str, list[float]] = field(default_factory=dict)
+    """``time_s``, ``queued`` (jobs waiting), ``running`` (jobs), ``used_gpus``."""
+    truth_start: dict[str, float] = field(default_factory=dict)
+    """Each server's hidden slowdown at time 0 (for analysis after the run; the scheduler
+    never saw it)."""
+    believed_mean: dict[str, float] = field(default_factory=dict)
+    """Each server's expected slowdown as the scheduler believed it at the end."""
+    iteration_log: dict[str, list[Any]] = field(default_factory=dict)
+    """``knowledge="estimated"``: the per-worker iteration log rows still in the estimator's
+    window (``job, worker, server, iteration, duration, ratio``)."""

@@ -1,0 +1,65 @@
+"""The summary of a simulation (:data:`placement.simulation.config.SUMMARY_FIELDS`), from its
+finished jobs' rows and its counters."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from placement.simulation.config import SimConfig
+
+__all__ = ["summarise"]
+
+
+def summarise(
+    cfg: SimConfig,
+    rows: Sequence[dict[str, Any]],
+    submits: Sequence[float],
+    decision_walls: Sequence[float],
+    *,
+    busy_gpu_s: float,
+    total_gpus: int,
+    migrations: int,
+    wall_s: float,
+) -> dict[str, Any]:
+    """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
+    migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
+    submission time, finished or not)."""
+    jct = np.array([r["jct_s"] for r in rows])
+    qd = np.array([r["queue_s"] for r in rows])
+    walls = np.array(decision_walls) if decision_walls else np.zeros(1)
+    first = min(submits, default=0.0)
+    makespan = max((r["end_s"] for r in rows), default=first) - first
+    iters = sum(r["iterations"] for r in rows)
+
+    def pct(x: np.ndarray, q: float) -> float | None:
+        return float(np.percentile(x, q)) if len(x) else None
+
+    return {
+        "method": cfg.method,
+        "knowledge": cfg.knowledge,
+        "dynamics": cfg.dynamics,
+        "plan_by": cfg.plan_by,
+        "queue": cfg.queue,
+        "seed": cfg.seed,
+        "jobs": len(submits),
+        "jobs_finished": len(rows),
+        "avg_jct_s": float(jct.mean()) if len(jct) else None,
+        "p50_jct_s": pct(jct, 50),
+        "p95_jct_s": pct(jct, 95),
+        "p99_jct_s": pct(jct, 99),
+        "makespan_s": makespan,
+        "avg_queue_s": float(qd.mean()) if len(qd) else None,
+        "p99_queue_s": pct(qd, 99),
+        "gpu_utilization": busy_gpu_s / (total_gpus * makespan) if makespan > 0 else 0.0,
+        "avg_slowdown": float(np.mean([r["slowdown"] for r in rows])) if rows else None,
+        "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
+        "migrations": migrations,
+        "decisions": len(decision_walls),
+        "decision_time_p50_s": float(np.percentile(walls, 50)),
+        "decision_time_p99_s": float(np.percentile(walls, 99)),
+        "decision_time_max_s": float(walls.max()),
+        "wall_s": wall_s,
+    }

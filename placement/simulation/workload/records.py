@@ -1,0 +1,71 @@
+"""The records of a workload: a trace's jobs, the workload the simulator runs, the error a
+bad trace raises, and the ideal iteration time that converts run times into iterations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from placement.errors import InvalidInputError
+from placement.model.records import Job
+from placement.problem.rules import comm_ms
+
+WIDER = "wider than the cluster"
+"""The key of :attr:`Workload.dropped` for jobs dropped by ``drop_wider``."""
+
+MAX_LISTED = 40
+"""Most problems listed in one error (the rest are counted)."""
+
+CONSOLIDATED_GBPS = 2400.0
+"""All-reduce bandwidth (Gbit/s) of a consolidated placement: one 8-GPU server with NVLink.
+A trace that gives run times rather than iterations is read as running at this speed."""
+
+
+FORMATS = ("elasticflow", "philly", "plain")
+
+
+class TraceError(InvalidInputError):
+    """A trace file (or an option applied to it) is not acceptable; ``problems`` lists
+    every bad row with its line number and column."""
+
+    kind = "trace"
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """One job of a trace: a gang of ``workers`` GPUs submitted at ``submit_s``."""
+
+    id: str
+    submit_s: float
+    workers: int
+    iterations: int
+    compute_ms: float
+    gradient_mb: float
+    model: str = ""
+    weight: float = 1.0
+    deadline_s: float | None = None
+    """Completion time allowed after submission, seconds."""
+    gpu_speed: Mapping[str, float] | None = None
+    architecture: str = "allreduce"
+    """``allreduce`` or ``ps`` (a parameter-server job with ``ps_shards`` shards)."""
+    ps_shards: int | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The jobs of a trace after the options, sorted by ``(submit_s, id)``."""
+
+    jobs: tuple[TraceJob, ...]
+    source: str
+    dropped: Mapping[str, int] = field(default_factory=dict)
+
+
+def ideal_iteration_ms(workers: int, compute_ms: float, gradient_mb: float) -> float:
+    """Iteration time (ms) at speed 1 on a consolidated placement: compute plus the ring
+    all-reduce at :data:`CONSOLIDATED_GBPS`."""
+    job = Job(id="ideal", workers=workers, compute_ms=compute_ms, gradient_mb=gradient_mb)
+    return compute_ms + comm_ms(job, CONSOLIDATED_GBPS)
+
+
+def iterations_from(duration_s: float, workers: int, compute_ms: float, gradient_mb: float) -> int:
+    return max(1, round(duration_s * 1000.0 / ideal_iteration_ms(workers, compute_ms, gradient_mb)))

@@ -1,0 +1,1 @@
+"""Helpers of the tests (not tests): oracles, documents, schema checks, a real slurmctld."""
