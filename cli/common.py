@@ -145,10 +145,13 @@ def working(what: str, *, show: bool) -> Iterator[Callable[[str], None]]:
         yield lambda news: p.update(task, description=escape(news))
 
 
-def console() -> Any:
+def console(*, stdout: bool = False, width: int = 100) -> Any:
+    """A rich console on stderr (summaries beside a command's output), or on stdout when the
+    table is the command's output; at least ``width`` columns wide."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=False, width=max(100, Console(stderr=True).width))
+    err = not stdout
+    return Console(stderr=err, highlight=False, soft_wrap=False, width=max(width, Console(stderr=err).width))
 
 
 def checked_solution(inst: Any, path: str) -> Any:

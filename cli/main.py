@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "solve": ("solve", "Place the jobs of an instance; print the solution and a summary."),
     "validate": ("validate", "Check an instance, or a solution's placement against it."),
     "evaluate": ("evaluate", "Recompute every figure of a solution (optionally by Monte Carlo)."),
+    "explain": ("explain", "Say why each job is placed where it is: tail shares, limits, better moves."),
     "methods": ("methods", "List the methods in preference order."),
     "generate": ("generate", "Generate a seeded instance (topology, slowdowns, jobs)."),
     "compare": ("compare", "Compare methods on many instances (isolated, resumable)."),

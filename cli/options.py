@@ -242,3 +242,14 @@ def changed_options(kw: dict[str, Any]) -> dict[str, Any]:
 
 def job_options(fn: F) -> F:
     return generate_options(fn, topology=False, servers=False)
+
+
+def table_or_json(help: str) -> Callable[[F], F]:
+    """``--format table|json`` (default ``table``): a verb's output for people or for scripts."""
+
+    def deco(fn: F) -> F:
+        return click.option(
+            "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True, help=help
+        )(fn)
+
+    return deco

@@ -163,6 +163,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.cli.commands.compare": ("compare/test_harness.py", '"compare"'),
     "placement.cli.commands.estimate": ("estimate/test_logs.py", '"estimate"'),
     "placement.cli.commands.evaluate": ("cli/test_commands.py", '"evaluate"'),
+    "placement.cli.commands.explain": ("evaluation/test_explain.py", '"explain"'),
     "placement.cli.commands.export": ("export/test_export.py", '"export"'),
     "placement.cli.commands.generate": ("cli/test_commands.py", '"generate"'),
     "placement.cli.commands.import_k8s": ("export/test_export.py", '"import-k8s"'),

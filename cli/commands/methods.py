@@ -6,16 +6,11 @@ import json
 
 import click
 
+from placement.cli.options import table_or_json
+
 
 @click.command()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="A table, or JSON for scripts.",
-)
+@table_or_json("A table, or JSON for scripts.")
 def methods(fmt: str) -> None:
     """List the methods in preference order, with their kind and availability."""
     from placement.solving.registry import REGISTRY

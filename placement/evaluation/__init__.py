@@ -1,11 +1,12 @@
 """Evaluation: the one evaluator, its Monte Carlo cross-check, the one validator, lower
 bounds valid for the true objective, the ranking of candidate placements, and the reasons
-an instance is infeasible."""
+an instance is infeasible, and the explanation of a placement."""
 
 from __future__ import annotations
 
 from placement.evaluation.bounds import job_lower_bound, lower_bound, reportable_bound
 from placement.evaluation.evaluate import Evaluation, evaluate
+from placement.evaluation.explain import explain
 from placement.evaluation.feasibility import infeasibility_reason
 from placement.evaluation.montecarlo import MonteCarloResult, monte_carlo
 from placement.evaluation.ranking import best_placement, placement_key
@@ -17,6 +18,7 @@ __all__ = [
     "Violation",
     "best_placement",
     "evaluate",
+    "explain",
     "infeasibility_reason",
     "is_valid",
     "job_lower_bound",

@@ -10,7 +10,7 @@ phase, a second expected maximum over its shards' servers (:mod:`placement.probl
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from placement.model.records import Assignment, Instance, JobReport
@@ -31,6 +31,9 @@ class Evaluation:
     total_weight: float
     jobs: Mapping[str, JobReport]
     unplaced: tuple[str, ...]
+    ideal_parts: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Per job, its ideal time's two terms as added here: the slowest worker's compute at S = 1
+    and the communication (all-reduce, or push/pull); they sum to ``ideal_iteration_ms``."""
 
 
 def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> Evaluation:
@@ -59,6 +62,7 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
     ps_e, ps_ideal, ps_bw = ps_phase(instance, ps_items)
     ps_at = {jp: k for k, (jp, _, _) in enumerate(ps_items)}
     reports: dict[str, JobReport] = {}
+    parts: dict[str, tuple[float, float]] = {}
     objective = 0.0
     placed_w = 0.0
     for g, (jp, sps) in enumerate(groups):
@@ -68,13 +72,15 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
             _, x, z = ps_items[k]
             bw = ps_bw[k]
             exp_t = float(e[g]) + float(ps_e[k])
-            ideal_t = float(ideal[g]) + float(ps_ideal[k])
+            parts[job.id] = (float(ideal[g]), float(ps_ideal[k]))
+            ideal_t = parts[job.id][0] + parts[job.id][1]
             p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]))
             n_servers = len(set(x) | set(z))
         else:
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
             c = comm_ms(job, bw)
+            parts[job.id] = (float(ideal[g]), c)
             exp_t, ideal_t, p_strag = float(e[g]) + c, float(ideal[g]) + c, float(strag[g])
             n_servers = len(sps)
         reports[job.id] = JobReport(
@@ -93,4 +99,5 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
         total_weight=float(sum(j.weight for j in instance.jobs)),
         jobs=MappingProxyType(reports),
         unplaced=unplaced,
+        ideal_parts=MappingProxyType(parts),
     )
