@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "methods": ("methods", "List the methods in preference order."),
     "generate": ("generate", "Generate a seeded instance (topology, slowdowns, jobs)."),
     "compare": ("compare", "Compare methods on many instances (isolated, resumable)."),
+    "show": ("show", "Draw a placement on its cluster (PNG, SVG, or HTML with hover details)."),
     "simulate": ("simulate", "Simulate a trace of arrivals over time; report JCT."),
     "import-slurm": ("import_slurm", "Build an instance on a Slurm topology.conf."),
     "import-k8s": ("import_k8s", "Build an instance on a Kubernetes cluster (kubectl get nodes -o json)."),

@@ -170,6 +170,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.cli.commands.import_placement": ("export/test_export.py", '"import-placement"'),
     "placement.cli.commands.import_slurm": ("instances/test_traces.py", '"import-slurm"'),
     "placement.cli.commands.methods": ("cli/test_commands.py", '"methods"'),
+    "placement.cli.commands.show": ("visual/test_show.py", '"show"'),
     "placement.cli.commands.simulate": ("cli/test_simulate.py", '"simulate"'),
     "placement.cli.commands.solve": ("cli/test_commands.py", '"solve"'),
     "placement.cli.commands.validate": ("cli/test_commands.py", '"validate"'),
