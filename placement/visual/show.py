@@ -258,9 +258,25 @@ def _draw_html(instance: Instance, g: _Grid, path: Path, job: str | None, tails:
                 + "<br>".join(parts)
                 + tail
             )
+    from matplotlib.colors import to_hex
+
+    colours = ["#ebebeb", "#8c8c8c"] + [to_hex(c) for c in _job_colours(jobs).values()]
+    n = len(colours)
+    scale = [[f, c] for k, c in enumerate(colours) for f in (k / n, (k + 1) / n)]
     fig = go.Figure()
     fig.add_trace(
-        go.Heatmap(z=z, text=text, hoverinfo="text", colorscale="Turbo", showscale=False, name="jobs", xgap=1, ygap=1)
+        go.Heatmap(
+            z=z,
+            text=text,
+            hoverinfo="text",
+            colorscale=scale,
+            zmin=-0.5,
+            zmax=n - 0.5,
+            showscale=False,
+            name="jobs",
+            xgap=1,
+            ygap=1,
+        )
     )
     fig.add_trace(
         go.Heatmap(
