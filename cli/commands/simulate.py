@@ -277,7 +277,10 @@ def simulate(
         else:
             rows = simulate_sweep(runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=say)
     _simulation_table(rows)
-    click.echo(f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, timeline/, report.md, jct_cdf.png, timeline.png")
+    click.echo(
+        f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, timeline/, servers/, report.md, jct_cdf.png, timeline.png, "
+        "servers.png"
+    )
     bad = sum(1 for r in rows if r.get("status") != "finished")
     sweep_end("simulate", "configurations", bad, len(rows), f"{out_dir}/runs.jsonl")
 

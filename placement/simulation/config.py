@@ -148,3 +148,6 @@ class SimResult:
     iteration_log: dict[str, list[Any]] = field(default_factory=dict)
     """``knowledge="estimated"``: the per-worker iteration log rows still in the estimator's
     window (``job, worker, server, iteration, duration, ratio``)."""
+    slowdown_changes: dict[str, list[Any]] = field(default_factory=dict)
+    """The hidden truth's changes as they happened: ``time_s``, ``server``, ``value`` (with
+    :attr:`truth_start`, each server's slowdown at every moment; for analysis after the run)."""

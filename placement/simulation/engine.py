@@ -141,6 +141,7 @@ class _Simulation:
         )
         self.S = self.truth.start()
         self.S0 = self.S.copy()
+        self.slow_log: dict[str, list[Any]] = {"time_s": [], "server": [], "value": []}
         self.changes = self.truth.changes(self.S.copy())
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
@@ -281,6 +282,9 @@ class _Simulation:
             self._advance(self.running[name])
         for c in changes:
             self.S[c.server] = c.value
+            self.slow_log["time_s"].append(c.time_s)
+            self.slow_log["server"].append(self.server_ids[c.server])
+            self.slow_log["value"].append(float(c.value))
         for name in touched:
             r = self.running[name]
             r.T = self._iteration_ms(r)
@@ -629,6 +633,7 @@ class _Simulation:
             rows,
             self.timeline,
             truth_start={sid: float(v) for sid, v in zip(self.server_ids, self.S0)},
+            slowdown_changes=self.slow_log,
             believed_mean={s.id: s.slowdown.mean() for s in self.believed},
             iteration_log=self._named_window() if self.log_chunks else {},
         )

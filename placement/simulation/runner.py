@@ -186,6 +186,17 @@ def run_one(
 
 
 def write_run_files(out: Path, label: str, res: SimResult) -> None:
+    from placement.visual.timeline import servers_over_time
+
+    (out / "servers").mkdir(parents=True, exist_ok=True)
+    servers_over_time(
+        list(res.truth_start),
+        res.truth_start,
+        res.slowdown_changes,
+        res.jobs,
+        out / "servers" / f"{label}.png",
+        title=f"{label}: servers over time",
+    )
     (out / "jobs").mkdir(parents=True, exist_ok=True)
     (out / "timeline").mkdir(parents=True, exist_ok=True)
     with open(out / "jobs" / f"{label}.csv", "w", newline="") as f:
@@ -399,8 +410,29 @@ def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> None:
         "![queue and utilisation](timeline.png)",
         "",
     ]
+    shown = _servers_picture(rows, out)
+    if shown:
+        lines += [
+            f"Servers over time, `{shown}` (every configuration's in `servers/`):",
+            "",
+            "![servers](servers.png)",
+            "",
+        ]
     (out / "report.md").write_text("\n".join(lines))
     _plots([r for r in rows if r.get("status") == "finished"], out)
+
+
+def _servers_picture(rows: Sequence[dict[str, Any]], out: Path) -> str | None:
+    """``servers.png``: the servers-over-time picture of the first finished configuration with
+    stragglers (else the first finished one); returns its label."""
+    import shutil
+
+    done = [r for r in rows if r.get("status") == "finished" and (out / "servers" / f"{r['label']}.png").exists()]
+    pick = next((r for r in done if r.get("dynamics") != "none"), done[0] if done else None)
+    if pick is None:
+        return None
+    shutil.copyfile(out / "servers" / f"{pick['label']}.png", out / "servers.png")
+    return str(pick["label"])
 
 
 def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
