@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "placement.export",
         "placement.integrations",
         "placement.testing",
+        "placement.visual",
     ),
     ("placement",),
     ("placement.cli",),
