@@ -30,36 +30,13 @@ def explain(solution: str, instance: str, job: str | None, fmt: str) -> None:
         return
     from rich.table import Table
 
+    from placement.evaluation.explain import SUMMARY_COLUMNS, summary_rows
+
     t = Table(
         title=f"why here: {inst.name} (times in ms; --format json for every figure)", show_edge=False, pad_edge=False
     )
-    for c in (
-        "job",
-        "E[T]",
-        "ideal = compute + comm",
-        "penalty",
-        "P(straggle)",
-        "top tail share",
-        "limits",
-        "move Δobj",
-        "swap Δobj",
-    ):
+    for c in SUMMARY_COLUMNS:
         t.add_column(c, justify="right" if c in ("E[T]", "penalty", "P(straggle)") else "left", no_wrap=True)
-    for jid, e in sorted(ex.items(), key=lambda kv: -kv[1]["straggler_penalty_ms"]):
-        ((kind, comm),) = e["communication"].items()
-        tail_sid, tail = max(e["servers"].items(), key=lambda kv: kv[1]["tail_share_ms"])
-        move, swap = e["alternatives"]["move"], e["alternatives"]["swap"]
-        t.add_row(
-            jid,
-            f"{e['expected_iteration_ms']:.2f}",
-            f"{e['ideal_iteration_ms']:.2f} = {e['compute_ms']:.2f} + {comm:.2f} {kind.replace('_', '-')}",
-            f"{e['straggler_penalty_ms']:.2f}",
-            f"{e['straggler_probability']:.3f}",
-            f"{tail_sid} {tail['tail_share_ms']:.2f}",
-            ", ".join(e["limits"]) or "-",
-            "-" if move is None else f"{move['from']}->{move['to']} {move['delta_objective']:+.3g}",
-            "-"
-            if swap is None
-            else f"{swap['from']}<->{swap['to']} w/ {swap['with_job']} {swap['delta_objective']:+.3g}",
-        )
+    for row in summary_rows(ex):
+        t.add_row(*row)
     console(stdout=True, width=150).print(t)

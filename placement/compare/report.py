@@ -164,6 +164,55 @@ def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
     lines += gap_table(rows)
     (out / "report.md").write_text("\n".join(lines))
     _plots(rows, out)
+    from placement.visual.report import html_report
+
+    html_report("Comparison report", "\n".join(lines), out, worst_jobs_html(rows))
+
+
+WORST_JOBS = 5
+"""Jobs explained per instance in ``report.html``: the largest straggler penalties."""
+
+
+def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
+    """For each instance, the explanations of the worst jobs of the best valid run (whose
+    placement ``runs.jsonl`` keeps)."""
+    from placement.errors import PlacementError
+    from placement.evaluation.explain import explain, summary_rows
+    from placement.instances import resolve_instance
+    from placement.model import Solution, Status
+    from placement.visual.report import explanation_table
+
+    best: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r.get("valid") and r.get("assignment") is not None and r.get("objective") is not None:
+            b = best.get(r["instance"])
+            if b is None or (r.get("placed_weight") or 0, -r["objective"]) > (
+                b.get("placed_weight") or 0,
+                -b["objective"],
+            ):
+                best[r["instance"]] = r
+    parts = ["<h2>Why the worst jobs wait</h2>"] if best else []
+    for name, r in sorted(best.items()):
+        try:
+            inst = resolve_instance(name)
+        except PlacementError:
+            continue
+        sol = Solution(
+            inst.name,
+            r["method"],
+            Status(r["status"]),
+            r["objective"],
+            r.get("bound"),
+            r["assignment"],
+            tuple(j.id for j in inst.jobs if j.id not in r["assignment"]),
+            {},
+            {},
+            r.get("shards") or {},
+        )
+        ex = explain(inst, sol)
+        rows_ = summary_rows(ex)[:WORST_JOBS]
+        parts.append(explanation_table(f"{name}: {r['method']} (objective {r['objective']:,.2f}), times in ms", rows_))
+    return "\n".join(parts)
 
 
 def _instance_table(

@@ -62,6 +62,11 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
         path=list(sol.stats.get("path", [])),
         error=sol.stats.get("message") if sol.status.value == "error" else None,
     )
+    if valid:  # the placement itself, for the report's explanations (runs.jsonl only; runs.csv keeps the figures)
+        row.update(
+            assignment={j: dict(a) for j, a in sol.assignment.items()},
+            shards={j: dict(z) for j, z in sol.shards.items()},
+        )
     return row
 
 

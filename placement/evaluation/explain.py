@@ -37,7 +37,7 @@ from placement.evaluation.validate import validate
 from placement.model.records import Instance, Job, Scenarios, Slowdown, Solution
 from placement.problem.rules import weight_factor
 
-__all__ = ["explain", "JOB_KEYS", "CANDIDATES", "DEADLINE_NEAR"]
+__all__ = ["explain", "summary_rows", "SUMMARY_COLUMNS", "JOB_KEYS", "CANDIDATES", "DEADLINE_NEAR"]
 
 JOB_KEYS = (
     "expected_iteration_ms",
@@ -278,3 +278,43 @@ def explain(instance: Instance, solution: Solution, job: str | None = None) -> d
     ev = evaluate(instance, solution.assignment, solution.shards)
     jobs = [job] if job is not None else [j.id for j in instance.jobs if j.id in solution.assignment]
     return {jid: _explain_job(instance, instance.job_by_id[jid], solution, room, ev) for jid in jobs}
+
+
+SUMMARY_COLUMNS = (
+    "job",
+    "E[T]",
+    "ideal = compute + comm",
+    "penalty",
+    "P(straggle)",
+    "top tail share",
+    "limits",
+    "move Δobj",
+    "swap Δobj",
+)
+"""The columns of :func:`summary_rows` (times in ms)."""
+
+
+def summary_rows(explained: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """One line of text cells per job (:data:`SUMMARY_COLUMNS`), the largest straggler penalty
+    first: what the CLI's table and the HTML reports print."""
+    rows: list[tuple[str, ...]] = []
+    for jid, e in sorted(explained.items(), key=lambda kv: -kv[1]["straggler_penalty_ms"]):
+        ((kind, comm),) = e["communication"].items()
+        tail_sid, tail = max(e["servers"].items(), key=lambda kv: kv[1]["tail_share_ms"])
+        move, swap = e["alternatives"]["move"], e["alternatives"]["swap"]
+        rows.append(
+            (
+                jid,
+                f"{e['expected_iteration_ms']:.2f}",
+                f"{e['ideal_iteration_ms']:.2f} = {e['compute_ms']:.2f} + {comm:.2f} {kind.replace('_', '-')}",
+                f"{e['straggler_penalty_ms']:.2f}",
+                f"{e['straggler_probability']:.3f}",
+                f"{tail_sid} {tail['tail_share_ms']:.2f}",
+                ", ".join(e["limits"]) or "-",
+                "-" if move is None else f"{move['from']}->{move['to']} {move['delta_objective']:+.3g}",
+                "-"
+                if swap is None
+                else f"{swap['from']}<->{swap['to']} w/ {swap['with_job']} {swap['delta_objective']:+.3g}",
+            )
+        )
+    return rows

@@ -420,6 +420,46 @@ def write_outputs(rows: Sequence[dict[str, Any]], out: Path) -> None:
         ]
     (out / "report.md").write_text("\n".join(lines))
     _plots([r for r in rows if r.get("status") == "finished"], out)
+    from placement.visual.report import html_report
+
+    html_report("Simulation report", "\n".join(lines), out, _worst_jobs_html(out, shown))
+
+
+WORST_JOBS = 10
+"""Jobs shown in ``report.html``: those that lost the most time to stragglers."""
+
+
+def _worst_jobs_html(out: Path, label: str | None) -> str:
+    """The jobs of configuration ``label`` that lost the most time to stragglers (run time
+    minus straggler-free run time), with their placement, as an HTML table."""
+    import html
+
+    path = out / "jobs" / f"{label}.csv"
+    if label is None or not path.exists():
+        return ""
+    with open(path, newline="") as f:
+        jobs = list(csv.DictReader(f))
+    lost = sorted(jobs, key=lambda j: -(float(j["run_s"]) - float(j["ideal_run_s"])))[:WORST_JOBS]
+    cols = ("job", "workers", "jct_s", "queue_s", "run_s", "ideal_run_s", "slowdown", "moves", "placement")
+    head = "".join(
+        f"<th>{c}</th>"
+        for c in ("job", "GPUs", "JCT s", "queue s", "run s", "straggler-free run s", "slowdown", "moves", "servers")
+    )
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(j.get(c, '')))}</td>" for c in cols) + "</tr>" for j in lost
+    )
+    return (
+        f"<h2>The jobs stragglers cost most, in {html.escape(label)}</h2>\n"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>\n"
+    )
+
+
+def _cell(text: str) -> str:
+    try:
+        v = float(text)
+    except ValueError:
+        return text
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def _servers_picture(rows: Sequence[dict[str, Any]], out: Path) -> str | None:

@@ -56,6 +56,19 @@ def test_the_page_loads_offline_without_console_errors_and_builds_its_hover_laye
     assert console == []  # nothing logged: no error, no warning (a thrown error shows as "Uncaught ...")
 
 
+def test_a_compare_report_loads_offline_and_shows_its_plots(tmp_path):
+    from placement.compare import compare
+
+    out = tmp_path / "c"
+    compare(["tiny"], ["greedy", "consolidate"], time_limits=[1.0], out_dir=out, progress=False, say=lambda m: None)
+    proc = chromium(out / "report.html", tmp_path, "--dump-dom")
+    assert proc.returncode == 0 and [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln] == []
+    assert proc.stdout.count("<img") == 3 and "Why the worst jobs wait" in proc.stdout
+    shot = tmp_path / "report.png"
+    assert chromium(out / "report.html", tmp_path, f"--screenshot={shot}").returncode == 0
+    assert mpimg.imread(shot)[..., :3].std() > 0.05
+
+
 def test_a_screenshot_has_the_window_s_size_and_is_not_blank(page, tmp_path):
     shot = tmp_path / "shot.png"
     proc = chromium(page, tmp_path, f"--screenshot={shot}")

@@ -51,3 +51,5 @@ def test_simulate_writes_servers_png(tmp_path):
         out / "servers" / "greedy-oracle-markov-seed0.png"
     ).exists()
     assert "![servers](servers.png)" in (out / "report.md").read_text()
+    page = (out / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 3 and "The jobs stragglers cost most" in page
