@@ -36,6 +36,8 @@ LEGEND_JOBS = 12
 @dataclass
 class _Grid:
     racks: list[list[str]]
+    pods: list[int]
+    """Per rack, the domain above it (its pod; -1 when the rack is the top domain)."""
     """Server ids, rack by rack (innermost bandwidth domains, in the order of their parents)."""
     mean: dict[str, float]
     p_slow: dict[str, float]
@@ -68,7 +70,9 @@ def _grid(instance: Instance, solution: Solution) -> _Grid:
     for s in instance.servers:
         chain = cluster.chain(s.id)
         by_rack[tuple(reversed(chain))].append(s.id)
-    racks = [by_rack[k] for k in sorted(by_rack)]
+    keys = sorted(by_rack)
+    racks = [by_rack[k] for k in keys]
+    pods = [k[-2] if len(k) >= 2 else -1 for k in keys]
     mean, p_slow = _slowdown_figures(instance)
     gpus: dict[str, list[str | None]] = {}
     for s in instance.servers:
@@ -81,7 +85,7 @@ def _grid(instance: Instance, solution: Solution) -> _Grid:
     ev = evaluate(instance, solution.assignment, solution.shards)
     expected = {j: r.expected_iteration_ms for j, r in ev.jobs.items()}
     penalty = {j: r.expected_iteration_ms - r.ideal_iteration_ms for j, r in ev.jobs.items()}
-    return _Grid(racks, mean, p_slow, gpus, expected, penalty)
+    return _Grid(racks, pods, mean, p_slow, gpus, expected, penalty)
 
 
 def _job_colours(jobs: list[str]) -> dict[str, tuple[float, float, float, float]]:
@@ -183,8 +187,16 @@ def _draw_matplotlib(instance: Instance, g: _Grid, path: Path, job: str | None, 
     reds = matplotlib.colormaps["Reds"]
     top = max(g.mean.values(), default=1.0)
     centroid: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    # racks side by side, a wider gap and a label where the pod (the domain above) changes
+    gap = [0.0] * len(g.racks)
+    for r in range(1, len(g.racks)):
+        gap[r] = gap[r - 1] + (col_w if g.pods[r] != g.pods[r - 1] else 0.0)
+    if len(set(g.pods)) > 1:
+        for k, pod in enumerate(dict.fromkeys(g.pods)):
+            first = g.pods.index(pod)
+            ax.text(first * col_w + gap[first] - 1.0, tallest + 1.15, f"pod {k}", fontsize=7, va="bottom")
     for r, rack in enumerate(g.racks):
-        x0 = r * col_w
+        x0 = r * col_w + gap[r]
         for i, sid in enumerate(rack):
             y = tallest - i
             shade = reds(0.15 + 0.8 * (g.mean[sid] - 1.0) / max(top - 1.0, 1e-9)) if g.mean[sid] > 1.0 else (1, 1, 1, 1)
@@ -206,7 +218,7 @@ def _draw_matplotlib(instance: Instance, g: _Grid, path: Path, job: str | None, 
         for j in sorted(centroid, key=lambda j: -len(centroid[j]))[:LEGEND_JOBS]:
             xs, ys = zip(*centroid[j])
             ax.text(float(np.mean(xs)), float(np.mean(ys)), j, fontsize=7, ha="center", va="center", weight="bold")
-    ax.set_xlim(-1.5, len(g.racks) * col_w)
+    ax.set_xlim(-1.5, len(g.racks) * col_w + (gap[-1] if gap else 0.0))
     ax.set_ylim(0.5, tallest + 1.5)
     ax.set_aspect("equal" if per_gpu else "auto")
     ax.axis("off")

@@ -76,3 +76,15 @@ def test_the_cli_writes_the_picture_and_refuses_what_it_cannot_draw(tmp_path):
     assert r.exit_code == 2 and "one of .png, .svg, .html" in r.stderr and not (tmp_path / "t.gif").exists()
     r = CliRunner().invoke(cli, ["show", str(sol), "--instance", "tiny", "-o", str(tmp_path / "u.png"), "--job", "zz"])
     assert r.exit_code == 2 and "--job zz: not placed" in r.stderr
+
+
+def test_the_picture_of_tiny_matches_the_stored_one(tmp_path):
+    """Rendering compared with a stored image (matplotlib's own image comparison, RMS tolerance
+    for font rasterisation); to renew it after a deliberate change, rerun ``show`` on greedy's
+    placement of ``tiny`` into ``tests/data/visual/tiny-greedy.png``."""
+    from matplotlib.testing.compare import compare_images
+    from support.paths import DATA
+
+    inst = placement.load_bundled("tiny")
+    got = show(inst, placement.solve(inst, "greedy", seed=0), tmp_path / "tiny-greedy.png")
+    assert compare_images(str(DATA / "visual" / "tiny-greedy.png"), str(got), tol=8) is None
