@@ -18,6 +18,7 @@ import functools
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
@@ -320,6 +321,46 @@ def bench_bounds(instances: list[str], objectives: list[str]) -> None:
         )
 
 
+def bench_gaps_family(limits: list[float], out: Path, seed: int = 0, members: int | None = None) -> list[str]:
+    """``auto``'s proven gap on the fleet family (:mod:`placement.instances.family`), each run
+    isolated (the comparison harness: peak memory measured, resumable in ``out/sweep``); prints
+    and returns the table (members x limits: objective, bound, gap, peak memory) with the
+    median and the worst gap per limit."""
+    import statistics
+
+    from placement.compare.harness import compare
+    from placement.instances.family import FAMILY_SIZE, write_family
+
+    files = write_family(out / "instances", seed, members or FAMILY_SIZE)
+    rows = compare(
+        [str(f) for f in files], ["auto"], time_limits=limits, parallel=1, out_dir=out / "sweep", progress=False
+    )
+    lines = [
+        "| member | servers | GPUs | jobs | limit s | objective | bound | proven gap | peak MB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    by_limit: dict[float, list[float]] = {}
+    for r in sorted(rows, key=lambda r: (r["time_limit_s"], str(r.get("instance_name")))):
+        obj, bound = r.get("objective"), r.get("bound")
+        gap = obj / bound - 1 if obj is not None and bound else None
+        if gap is not None:
+            by_limit.setdefault(float(r["time_limit_s"]), []).append(gap)
+        lines.append(
+            f"| {r.get('instance_name')} | {r.get('servers')} | {r.get('gpus')} | {r.get('jobs')} | {r['time_limit_s']:g} | "
+            f"{'-' if obj is None else f'{obj:,.1f}'} | {'-' if bound is None else f'{bound:,.1f}'} | "
+            f"{'-' if gap is None else f'{100 * gap:.2f}%'} | {r.get('peak_mem_mb') or 0:,.0f} |"
+        )
+    lines += ["", "| limit s | members with a bound | median gap | worst gap |", "|---|---|---|---|"]
+    for lim in sorted(by_limit):
+        g = by_limit[lim]
+        lines.append(
+            f"| {lim:g} | {len(g)} of {len(files)} | {100 * statistics.median(g):.2f}% | {100 * max(g):.2f}% |"
+        )
+    (out / "gaps.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m placement.bench")
     sub = ap.add_subparsers(dest="what", required=True)
@@ -343,10 +384,19 @@ def main(argv: list[str] | None = None) -> None:
     bd = sub.add_parser("bounds")
     bd.add_argument("instances", nargs="+")
     bd.add_argument("--objectives", nargs="*", default=[], help="runs.csv files of placement compare")
+    gp = sub.add_parser("gaps")
+    gp.add_argument("--family", action="store_true", required=True, help="the seeded fleet family")
+    gp.add_argument("--time-limits", default="10,60", help="comma-separated seconds")
+    gp.add_argument("--members", type=int, default=None, help="the first N members (default: all)")
+    gp.add_argument("--seed", type=int, default=0)
+    gp.add_argument("-o", "--out", default="benchmarks/gaps-family")
     sm = sub.add_parser("simulate")
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
     a = ap.parse_args(argv)
+    if a.what == "gaps":
+        bench_gaps_family([float(x) for x in a.time_limits.split(",")], Path(a.out), a.seed, a.members)
+        return
     if a.what == "bounds":
         bench_bounds(a.instances, a.objectives)
         return

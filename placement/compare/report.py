@@ -172,11 +172,16 @@ def write_report(rows: Sequence[dict[str, Any]], out: Path) -> None:
 WORST_JOBS = 5
 """Jobs explained per instance in ``report.html``: the largest straggler penalties."""
 
+EXPLAIN_UP_TO = 2000
+"""Instances explained in ``report.html`` up to this many servers (an explanation costs a few
+seconds per job at 4,000 servers: ``placement explain --job`` does it on demand)."""
+
 
 def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
     """For each instance, the explanations of the worst jobs of the best valid run (whose
     placement ``runs.jsonl`` keeps)."""
     from placement.errors import PlacementError
+    from placement.evaluation.evaluate import evaluate
     from placement.evaluation.explain import explain, summary_rows
     from placement.instances import resolve_instance
     from placement.model import Solution, Status
@@ -209,9 +214,19 @@ def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
             {},
             r.get("shards") or {},
         )
-        ex = explain(inst, sol)
-        rows_ = summary_rows(ex)[:WORST_JOBS]
-        parts.append(explanation_table(f"{name}: {r['method']} (objective {r['objective']:,.2f}), times in ms", rows_))
+        caption = f"{name}: {r['method']} (objective {r['objective']:,.2f}), times in ms"
+        if len(inst.servers) > EXPLAIN_UP_TO:
+            parts.append(
+                f"<p>{caption}: {len(inst.servers):,} servers, not explained here (more than {EXPLAIN_UP_TO:,}); "
+                "<code>placement explain SOLUTION --instance INSTANCE --job ID</code> explains one job.</p>"
+            )
+            continue
+        reports = evaluate(inst, sol.assignment, sol.shards).jobs
+        worst = sorted(reports, key=lambda j: reports[j].ideal_iteration_ms - reports[j].expected_iteration_ms)[
+            :WORST_JOBS
+        ]
+        ex = {j: explain(inst, sol, job=j)[j] for j in worst}
+        parts.append(explanation_table(caption, summary_rows(ex)))
     return "\n".join(parts)
 
 

@@ -45,3 +45,13 @@ def test_the_page_embeds_images_and_renders_tables(tmp_path):
         "t", "# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![x](a.png)\n", tmp_path, "<p>extra</p>"
     ).read_text()
     assert "<td>1</td>" in page and 'src="data:image/png;base64,' in page and "<p>extra</p>" in page
+
+
+def test_instances_past_the_explanation_size_are_named_not_explained(tmp_path, monkeypatch):
+    from placement.compare import report
+
+    out = tmp_path / "c"
+    compare(["tiny"], ["greedy"], time_limits=[1.0], out_dir=out, progress=False, say=lambda m: None)
+    monkeypatch.setattr(report, "EXPLAIN_UP_TO", 1)
+    page = report.worst_jobs_html(read_rows(out / "runs.jsonl"))
+    assert "not explained here (more than 1)" in page and "placement explain SOLUTION" in page and "<table>" not in page
