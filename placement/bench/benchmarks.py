@@ -321,7 +321,9 @@ def bench_bounds(instances: list[str], objectives: list[str]) -> None:
         )
 
 
-def bench_gaps_family(limits: list[float], out: Path, seed: int = 0, members: int | None = None) -> list[str]:
+def bench_gaps_family(
+    limits: list[float], out: Path, seed: int = 0, members: int | None = None, grace_s: float | None = None
+) -> list[str]:
     """``auto``'s proven gap on the fleet family (:mod:`placement.instances.family`), each run
     isolated (the comparison harness: peak memory measured, resumable in ``out/sweep``); prints
     and returns the table (members x limits: objective, bound, gap, peak memory) with the
