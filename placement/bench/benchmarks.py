@@ -335,7 +335,13 @@ def bench_gaps_family(
 
     files = write_family(out / "instances", seed, members or FAMILY_SIZE)
     rows = compare(
-        [str(f) for f in files], ["auto"], time_limits=limits, parallel=1, out_dir=out / "sweep", progress=False
+        [str(f) for f in files],
+        ["auto"],
+        time_limits=limits,
+        parallel=1,
+        out_dir=out / "sweep",
+        grace_s=grace_s,
+        progress=False,
     )
     lines = [
         "| member | servers | GPUs | jobs | limit s | objective | bound | proven gap | peak MB |",
