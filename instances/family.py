@@ -70,17 +70,9 @@ def family(seed: int = 0, size: int = FAMILY_SIZE) -> dict[str, dict[str, Any]]:
 
 
 def write_family(folder: str | Path, seed: int = 0, size: int = FAMILY_SIZE) -> list[Path]:
-    from placement.formats import dump_instance
-    from placement.instances.generate import generate
+    from placement.instances.scaling import write_specs
 
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, kw in family(seed, size).items():
-        p = out / f"{name}.json"
-        dump_instance(generate(**kw), p)
-        paths.append(p)
-    return paths
+    return write_specs(family(seed, size), folder)
 
 
 if __name__ == "__main__":

@@ -56,18 +56,23 @@ SCALING.update(
 )
 
 
-def write_scaling(folder: str | Path) -> list[Path]:
+def write_specs(specs: dict[str, dict[str, Any]], folder: str | Path) -> list[Path]:
+    """Generate each ``{name: generator options}`` into ``folder/<name>.json``; returns the paths."""
     from placement.formats import dump_instance
     from placement.instances.generate import generate
 
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, kw in SCALING.items():
+    for name, kw in specs.items():
         p = out / f"{name}.json"
         dump_instance(generate(**kw), p)
         paths.append(p)
     return paths
+
+
+def write_scaling(folder: str | Path) -> list[Path]:
+    return write_specs(SCALING, folder)
 
 
 if __name__ == "__main__":
