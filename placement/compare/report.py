@@ -225,7 +225,7 @@ def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
         worst = sorted(reports, key=lambda j: reports[j].ideal_iteration_ms - reports[j].expected_iteration_ms)[
             :WORST_JOBS
         ]
-        ex = {j: explain(inst, sol, job=j)[j] for j in worst}
+        ex = explain(inst, sol, jobs=worst)  # one validation and one evaluation for all of them
         parts.append(explanation_table(caption, summary_rows(ex)))
     return "\n".join(parts)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,21 +263,23 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
     }
 
 
-def explain(instance: Instance, solution: Solution, job: str | None = None) -> dict[str, dict[str, Any]]:
+def explain(
+    instance: Instance, solution: Solution, job: str | None = None, *, jobs: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """``{job: explanation}`` (keys :data:`JOB_KEYS`) for every placed job of ``solution``, or
-    for ``job`` alone.  The solution's placement is checked by the validator first (an invalid
+    for ``job`` alone, or for ``jobs``.  The solution's placement is checked by the validator first (an invalid
     one raises :class:`~placement.errors.InvalidInputError`)."""
     from placement.errors import InvalidInputError
 
     problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards)]
-    if job is not None and job not in solution.assignment:
-        problems.append(f"job {job!r} is not placed by the solution")
+    wanted = [job] if job is not None else list(jobs) if jobs is not None else None
+    problems += [f"job {j!r} is not placed by the solution" for j in wanted or () if j not in solution.assignment]
     if problems:
         raise InvalidInputError(problems, source="the solution to explain")
     room = _room(instance, solution)
     ev = evaluate(instance, solution.assignment, solution.shards)
-    jobs = [job] if job is not None else [j.id for j in instance.jobs if j.id in solution.assignment]
-    return {jid: _explain_job(instance, instance.job_by_id[jid], solution, room, ev) for jid in jobs}
+    chosen = wanted if wanted is not None else [j.id for j in instance.jobs if j.id in solution.assignment]
+    return {jid: _explain_job(instance, instance.job_by_id[jid], solution, room, ev) for jid in chosen}
 
 
 SUMMARY_COLUMNS = (

@@ -59,7 +59,7 @@ def _slowdown_figures(instance: Instance) -> tuple[dict[str, float], dict[str, f
             p_slow[s.id] = float(probs[row > row.min()].sum())
         else:
             v, p = np.asarray(s.slowdown.values), np.asarray(s.slowdown.probs)
-            mean[s.id] = float(v @ p)
+            mean[s.id] = s.slowdown.mean()
             p_slow[s.id] = float(p[v > v.min()].sum())
     return mean, p_slow
 
