@@ -28,6 +28,7 @@ from importlib import metadata
 from typing import Any
 
 from placement.formulations.index import JobIndex, ProblemIndex, index_instance, start_modes
+from placement.formulations.quiet import interruptible_cpsat
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import CPSAT_OPTIMAL_RTOL, CPSAT_PROB_UNITS, TIE_RTOL
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES, capacity_units, demand_units, exact_in_units
@@ -377,7 +378,7 @@ class CpSatBackend:
         if index.best_effort:
             m.maximize(sum(c * v for c, v in weight_terms))
             s1 = solver()
-            t1 = termination(s1, s1.solve(m))
+            t1 = termination(s1, interruptible_cpsat(s1, m))
             path.append(f"phase1(weight):{t1}")
             if t1 not in (Termination.OPTIMAL, Termination.FEASIBLE):
                 return BackendResult(
@@ -395,7 +396,7 @@ class CpSatBackend:
                 m.add_hint(v, s1.value(v))
         m.minimize(sum(c * v for c, v in obj_terms))
         s = solver()
-        t = termination(s, s.solve(m))
+        t = termination(s, interruptible_cpsat(s, m))
         path.append(f"solve:{t}")
         if t not in (Termination.OPTIMAL, Termination.FEASIBLE):
             return BackendResult(t, path=path, exact=exact, weight_proven=proven_w, message=notes)

@@ -10,6 +10,7 @@ import numpy as np
 
 from placement.formulations.cpsat import add_capacity_rows
 from placement.formulations.index import ProblemIndex
+from placement.formulations.quiet import interruptible_cpsat
 from placement.model.records import Instance
 from placement.problem.state import State
 
@@ -109,7 +110,7 @@ def _pack_exact(
     s = cp_model.CpSolver()
     s.parameters.max_time_in_seconds = limit_s
     s.parameters.num_workers = 1
-    if s.solve(m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if interruptible_cpsat(s, m) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     out: dict[int, dict[int, int]] = {}
     for (jp, sp), v in n.items():

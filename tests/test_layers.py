@@ -199,7 +199,6 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.formats.solution": ("formats/test_instance.py", "solution_from_dict"),
     "placement.formulations.cpsat": ("formulations/test_milp.py", "cpsat"),
     "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
-    "placement.formulations.quiet": ("acceptance/test_hostile_inputs.py", "interrupt"),
     "placement.formulations.transport": ("acceptance/test_scale.py", "transport_lower_bound"),
     "placement.instances.library": ("instances/test_generate.py", "bundled_names"),
     "placement.instances.scaling": ("acceptance/test_scale.py", "placement.instances.scaling"),
