@@ -196,6 +196,13 @@ def generate_options(fn: F, *, topology: bool = True, servers: bool = True) -> F
             help="Shards of each parameter-server job.",
         ),
         opt(
+            "--hybrid-fraction",
+            type=FiniteRange(0, 1),
+            default=d.hybrid_fraction,
+            show_default=True,
+            help="Share of multi-worker jobs that are hybrid-parallel (tp x pp x dp, drawn per job).",
+        ),
+        opt(
             "--prove-optimum/--no-prove-optimum",
             default=d.prove_optimum,
             show_default=True,

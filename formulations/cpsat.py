@@ -106,6 +106,11 @@ def _build(
             yv = m.new_bool_var(f"y_{tag}_{i}")
             m.add(xv <= int(j.cap[i]) * yv)
             m.add(xv >= yv)
+            if j.unit > 1:  # whole groups of a hybrid job
+                gv = m.new_int_var(0, int(j.cap[i]) // j.unit, f"g_{tag}_{i}")
+                m.add(xv == j.unit * gv)
+                if start_alloc is not None:
+                    hints.append((gv, int(start_alloc.get(inst.servers[int(sp)].id, 0)) // j.unit))
             xs.append(xv)
             ys.append(yv)
             x[(j.jp, int(sp))] = xv

@@ -38,6 +38,7 @@ from placement.evaluation.bounds import job_lower_bound, spread_lower_bound
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
+from placement.problem.hybrid import pipeline_slots
 from placement.problem.rules import (
     comm_ms,
     deadline_limit_ms,
@@ -141,6 +142,8 @@ class JobIndex:
         return max(1, min(m, job_cap))
 
     max_servers: int | None = None
+    unit: int = 1
+    """Workers that go to a server together (a hybrid job's ``tp``): counts are multiples."""
     shards: ShardIndex | None = None
     """A parameter-server job's push/pull phase when it is modelled exactly."""
     score: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -300,19 +303,24 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
                 sps, cap, mult = sps[ok], cap[ok], mult[ok]
                 homes = _homes(job, cl, instance, sps, cap, mult, zroom)
         a = np.array([ev.a(jp, int(sp)) for sp in sps])
+        hybrid_slots = pipeline_slots(job) if job.is_hybrid else 1
+        limit = deadline_limit_ms(job)
         ji = JobIndex(
             jp=jp,
             job_id=job.id,
             workers=job.workers,
             weight=job.weight,
-            factor=weight_factor(instance, job),
+            # a hybrid job: E[T] >= its slots times E[max a S] (its communication, >= 0, is not
+            # modelled: the mapping is made after, and the model is a relaxation for it)
+            factor=weight_factor(instance, job) * hybrid_slots,
             servers=sps,
             cap=cap,
             a=a,
             homes=homes,
-            time_limit_ms=deadline_limit_ms(job),
+            time_limit_ms=None if limit is None else limit / hybrid_slots,
             mult=mult,
             max_servers=job.max_servers,
+            unit=job.unit,
             score=ev.job_score(jp)[sps],
         )
         if len(sps) >= 2 and job.workers >= 2:

@@ -110,6 +110,9 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 bits.append(bl)
             prob += xv <= int(j.cap[i]) * uv
             prob += xv >= uv
+            if j.unit > 1:  # whole groups of a hybrid job
+                gv = pulp.LpVariable(f"g_{tag}_{i}", 0, int(j.cap[i]) * umax // j.unit, cat="Integer")
+                prob += xv == j.unit * gv
             xs.append(xv)
             ys.append(yv)
             us.append(uv)

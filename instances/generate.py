@@ -34,7 +34,7 @@ TOPOLOGIES = ("leaf-spine", "multi-pod")
 REGIMES = ("calm", "hot", "heavy-tail", "correlated", "pai")
 SERVER_SOURCES = ("", "alibaba-v2023")
 JOB_SOURCES = ("", "elasticflow-cluster03")
-JOB_MIXES = ("elasticflow", "small", "large")
+JOB_MIXES = ("elasticflow", "small", "large", "llm")
 
 
 # GPUs per job, ElasticFlow cluster03 (shared/data/README.md): 1->1014, 2->85, 8->1777,
@@ -43,6 +43,8 @@ _MIXES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
     "elasticflow": ((1, 2, 8, 16, 32, 64), (1014, 85, 1777, 94, 24, 17)),
     "small": ((1, 2, 4), (5, 3, 2)),
     "large": ((8, 16, 32), (5, 3, 2)),
+    # large-model training: gangs of 8 to 256 GPUs (with --hybrid-fraction, tp x pp x dp)
+    "llm": ((8, 16, 32, 64, 128, 256), (4, 3, 3, 2, 1, 1)),
 }
 
 
@@ -83,6 +85,7 @@ class GeneratorSpec:
     prove_optimum: bool = False
     ps_fraction: float = 0.0
     ps_shards: int = 2
+    hybrid_fraction: float = 0.0
     seed: int = 0
     name: str = ""
 
@@ -141,6 +144,8 @@ class GeneratorSpec:
             out.append(f"seed must be an integer >= 0, got {self.seed}")
         if not (isinstance(self.ps_fraction, (int, float)) and 0 <= self.ps_fraction <= 1):
             out.append(f"ps_fraction must be in [0, 1], got {self.ps_fraction}")
+        if not (isinstance(self.hybrid_fraction, (int, float)) and 0 <= self.hybrid_fraction <= 1):
+            out.append(f"hybrid_fraction must be in [0, 1], got {self.hybrid_fraction}")
         if not 1 <= self.ps_shards <= 1024:
             out.append(f"ps_shards must be an integer in [1, 1024], got {self.ps_shards}")
         return out
@@ -369,7 +374,66 @@ def _jobs(
                 memory_gb_per_worker=float(rng.choice([32.0, 64.0, 96.0])) if spec.cpu_memory else None,
             )
         )
-    return _as_ps(spec, jobs)
+    return _as_hybrid(spec, _as_ps(spec, jobs), max(s.gpus for s in servers))
+
+
+HYBRID_MODELS = ((2048, 24), (4096, 32), (5120, 40), (8192, 48), (8192, 80))
+"""(hidden size, layers) of the transformer models hybrid jobs train (GPT-style, 1.2B to 64B
+parameters, ``12 L h^2``)."""
+HYBRID_STATE_BYTES = 16
+"""Bytes of training state per parameter (bf16 weights and gradients, fp32 Adam moments and
+master weights): a model is trained on enough GPUs to hold it at 40 GB each."""
+HYBRID_SEQ = 4096
+"""Tokens per sequence; one sequence per microbatch."""
+HYBRID_BYTES = 2
+"""bf16 activations and gradients."""
+
+
+def hybrid_shape(rng: np.random.Generator, workers: int, most_gpus: int) -> dict[str, Any] | None:
+    """A realistic tp x pp x dp shape for a gang of ``workers`` on servers of at most
+    ``most_gpus`` GPUs, with its microbatches, activations and gradients (``None`` when the gang
+    has one worker).  ``tp`` is 2-8 within a server (Megatron keeps tensor parallelism on
+    NVLink), ``pp`` up to 8 stages, ``dp`` the rest; activations are one microbatch's
+    ``seq x hidden`` in bf16 at a stage boundary; gradients the model's ``12 L h^2`` parameters in
+    bf16, of a model whose training state fits the gang at 40 GB a GPU; ``microbatches`` 4-32
+    and at least ``pp`` (1F1B)."""
+    if workers < 2:
+        return None
+    tps = [t for t in (2, 4, 8) if t <= most_gpus and workers % t == 0] or [1]
+    tp = int(rng.choice(tps))
+    groups = workers // tp
+    pps = [p for p in (2, 4, 8) if groups % p == 0] or [1]  # a pipeline where the groups allow one
+    pp = int(rng.choice(pps))
+    fits = [(h, n) for h, n in HYBRID_MODELS if 12 * n * h * h * HYBRID_STATE_BYTES <= 40e9 * workers]
+    h, layers = fits[int(rng.integers(len(fits)))] if fits else HYBRID_MODELS[0]
+    return {
+        "architecture": "hybrid",
+        "tp": tp,
+        "pp": pp,
+        "dp": groups // pp,
+        "microbatches": max(pp, int(rng.choice([4, 8, 16, 32]))),
+        "activation_mb": round(HYBRID_SEQ * h * HYBRID_BYTES / 1e6, 3),
+        "gradient_mb": round(12 * layers * h * h * HYBRID_BYTES / 1e6, 1),
+    }
+
+
+def _as_hybrid(spec: GeneratorSpec, jobs: list[Job], most_gpus: int) -> list[Job]:
+    """Make a ``hybrid_fraction`` share of the all-reduce jobs of two or more workers
+    hybrid-parallel (:func:`hybrid_shape`; ``compute_ms`` becomes one stage's share of a
+    microbatch, the job's compute over ``pp x microbatches``), drawn from their own seeded
+    stream so that the rest of the instance is the same as without them."""
+    if spec.hybrid_fraction <= 0:
+        return jobs
+    rng = np.random.default_rng([spec.seed, 18])
+    out = []
+    for j in jobs:
+        shape = hybrid_shape(rng, j.workers, most_gpus) if rng.random() < spec.hybrid_fraction else None
+        if shape is None or j.is_ps:
+            out.append(j)
+            continue
+        per = max(0.001, round(j.compute_ms / (shape["pp"] * shape["microbatches"]), 3))
+        out.append(replace(j, compute_ms=per, **shape))
+    return out
 
 
 def _as_ps(spec: GeneratorSpec, jobs: list[Job]) -> list[Job]:

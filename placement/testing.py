@@ -79,10 +79,12 @@ def instances(
     objective: str | None = None,
     feasible: bool = True,
     parameter_servers: bool | None = None,
+    hybrid: bool = False,
 ) -> Instance:
     """A valid instance built by construction.
 
-    ``None`` for a feature lets hypothesis choose.  With ``feasible`` every job is cut out
+    ``None`` for a feature lets hypothesis choose.  ``hybrid``: some jobs are hybrid-parallel
+    (tp 1-2, their planted groups whole, the planted matrix in ``metadata["witness_stages"]``).  With ``feasible`` every job is cut out
     of a planted placement (stored in ``metadata["witness"]``), so admission ``all`` can
     always be met; otherwise jobs may also be too large to fit.
     """
@@ -137,6 +139,7 @@ def instances(
     jobs: list[Job] = []
     witness: dict[str, dict[str, int]] = {}
     witness_shards: dict[str, dict[str, int]] = {}
+    witness_stages: dict[str, list[list[str]]] = {}
     cpu_need = [0.0] * n
     mem_need = [0.0] * n
     for k in range(n_jobs):
@@ -144,16 +147,21 @@ def instances(
         c = draw(st.sampled_from(sorted(set(comp))))
         avail = [i for i in range(n) if comp[i] == c and free[i] > 0]
         alloc: dict[int, int] = {}
+        tp = draw(st.sampled_from([1, 2])) if hybrid and draw(b) else 0  # 0: not a hybrid job
+        if tp and not feasible:
+            tp = 1  # no planted server with room for a group: groups of one fit anywhere
+        if tp and feasible:
+            avail = [i for i in avail if free[i] >= tp]
         if feasible and avail:
             chosen = draw(st.lists(st.sampled_from(avail), min_size=1, max_size=len(avail), unique=True))
             for i in chosen:
-                alloc[i] = draw(st.integers(1, free[i]))
+                alloc[i] = max(tp, 1) * draw(st.integers(1, free[i] // max(tp, 1)))
                 free[i] -= alloc[i]
             workers = sum(alloc.values())
         elif feasible:
             break
         else:
-            workers = draw(st.integers(1, 2 * max_gpus))
+            workers = max(tp, 1) * draw(st.integers(1, 2 * max_gpus // max(tp, 1)))
         cpw = float(draw(st.integers(1, 4))) if caps and draw(b) else None
         mpw = float(draw(st.integers(1, 16))) if caps and draw(b) else None
         for i, kk in alloc.items():
@@ -179,7 +187,21 @@ def instances(
             max_srv = max(len(alloc), 1) + draw(st.integers(0, 1))
         # a parameter-server job: its planted shards on its planted workers' servers
         ps: dict[str, Any] = {}
-        if use_ps and draw(b):
+        if tp:
+            groups = workers // tp
+            pp = draw(st.sampled_from([d for d in range(1, groups + 1) if groups % d == 0]))
+            ps = {
+                "architecture": "hybrid",
+                "tp": tp,
+                "pp": pp,
+                "dp": groups // pp,
+                "microbatches": draw(st.integers(1, 4)),
+                "activation_mb": float(draw(st.sampled_from([0, 16, 256]))),
+            }
+            if alloc:
+                seq = [f"s{i}" for i in sorted(alloc) for _ in range(alloc[i] // tp)]
+                witness_stages[jid] = [seq[s * (groups // pp) : (s + 1) * (groups // pp)] for s in range(pp)]
+        elif use_ps and draw(b):
             n_shards = draw(st.integers(1, 3))
             ps = {"architecture": "ps", "ps_shards": n_shards}
             if caps and draw(b):
@@ -259,7 +281,9 @@ def instances(
         objective=obj,
         admission=adm,
         source="placement.testing.instances",
-        metadata=({"witness": witness, "witness_shards": witness_shards} if feasible else {}),
+        metadata=(
+            {"witness": witness, "witness_shards": witness_shards, "witness_stages": witness_stages} if feasible else {}
+        ),
     )
     # through the loader: what the strategy builds is what a user's file would give
     return instance_from_dict(instance_to_dict(inst))
@@ -351,18 +375,21 @@ def check_solution(instance: Instance, solution: Solution) -> None:
     assert solution.status != Status.ERROR, f"{name}: status 'error': {solution.stats.get('message', '(no message)')}"
     witness: Mapping[str, Any] | None = instance.metadata.get("witness")
     witness_shards: Mapping[str, Any] | None = instance.metadata.get("witness_shards")
+    witness_stages: Mapping[str, Any] | None = instance.metadata.get("witness_stages")
     if solution.status == Status.INFEASIBLE:
         assert not (
             witness is not None
             and len(witness) == len(instance.jobs)
-            and not validate(instance, witness, shards=witness_shards)
+            and not validate(instance, witness, shards=witness_shards, stages=witness_stages)
         ), f"{name}: status 'infeasible' but a valid placement of every job exists: {dict(witness or {})}"
     if not solution.status.has_placement:
         assert not solution.assignment, f"{name}: status {solution.status.value!r} with a placement"
         return
-    violations = validate(instance, solution.assignment, solution.unplaced, shards=solution.shards)
+    violations = validate(
+        instance, solution.assignment, solution.unplaced, shards=solution.shards, stages=solution.stages
+    )
     assert not violations, f"{name}: invalid placement: " + "; ".join(map(str, violations))
-    ev = evaluate(instance, solution.assignment, solution.shards)
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages)
     assert solution.objective is not None and _close(solution.objective, ev.objective), (
         f"{name}: objective {solution.objective!r} but the evaluator computes {ev.objective!r}"
     )

@@ -30,7 +30,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
 
     inst = placement.resolve_instance(instance)
     sol = checked_solution(inst, solution)
-    ev = placement.evaluate(inst, sol.assignment, sol.shards)
+    ev = placement.evaluate(inst, sol.assignment, sol.shards, sol.stages)
     out: dict[str, Any] = {
         "instance": inst.name,
         "objective": ev.objective,
@@ -40,10 +40,14 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
     }
     if sol.shards:
         out["shards"] = {j: dict(z) for j, z in sol.shards.items()}
+    if sol.stages:
+        out["stages"] = {j: [list(row) for row in m] for j, m in sol.stages.items()}
     if sol.objective is not None and abs(sol.objective - ev.objective) > 1e-6 * max(1.0, abs(ev.objective)):
         err(f"note: the file says objective {sol.objective:.9g}; the evaluator computes {ev.objective:.9g}")
     if samples:
-        mc = placement.monte_carlo(inst, sol.assignment, samples=samples, seed=seed, shards=sol.shards)
+        mc = placement.monte_carlo(
+            inst, sol.assignment, samples=samples, seed=seed, shards=sol.shards, stages=sol.stages
+        )
         out["monte_carlo"] = {
             "samples": mc.samples,
             "seed": mc.seed,

@@ -213,6 +213,7 @@ def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
             {},
             {},
             r.get("shards") or {},
+            r.get("stages") or {},
         )
         caption = f"{name}: {r['method']} (objective {r['objective']:,.2f}), times in ms"
         if len(inst.servers) > EXPLAIN_UP_TO:
@@ -221,7 +222,7 @@ def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
                 "<code>placement explain SOLUTION --instance INSTANCE --job ID</code> explains one job.</p>"
             )
             continue
-        reports = evaluate(inst, sol.assignment, sol.shards).jobs
+        reports = evaluate(inst, sol.assignment, sol.shards, sol.stages).jobs
         worst = sorted(reports, key=lambda j: reports[j].ideal_iteration_ms - reports[j].expected_iteration_ms)[
             :WORST_JOBS
         ]

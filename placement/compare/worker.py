@@ -42,7 +42,9 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
         row.update(status=RunState.REFUSED, wall_s=time.monotonic() - t0, error=str(e).splitlines()[0])
         return row
     ideal = lower_bound(without_slowdowns(inst))
-    valid = sol.status.has_placement and not validate(inst, sol.assignment, sol.unplaced, shards=sol.shards)
+    valid = sol.status.has_placement and not validate(
+        inst, sol.assignment, sol.unplaced, shards=sol.shards, stages=sol.stages
+    )
     weights = {j.id: j.weight for j in inst.jobs}
     wsum = sum(weights[j] for j in sol.jobs) or 1.0
     strag = sum(weights[j] * r.straggler_probability for j, r in sol.jobs.items()) / wsum if sol.jobs else None
@@ -66,6 +68,7 @@ def run_row(spec: dict[str, Any]) -> dict[str, Any]:
         row.update(
             assignment={j: dict(a) for j, a in sol.assignment.items()},
             shards={j: dict(z) for j, z in sol.shards.items()},
+            stages={j: [list(row) for row in m] for j, m in sol.stages.items()},
         )
     return row
 

@@ -10,7 +10,8 @@ import numpy as np
 from placement.model.records import Instance
 from placement.model.tolerances import BOUND_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
-from placement.problem.rules import comm_ms, fastest_gbps, ps_floor_ms, weight_factor
+from placement.problem.hybrid import pipeline_slots
+from placement.problem.rules import comm_ms, fastest_gbps, p2p_ms, ps_floor_ms, stage_sync_ms, weight_factor
 from placement.problem.topology import cluster_of
 
 __all__ = [
@@ -34,9 +35,13 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     - ``k >= 2`` servers, ``k`` at least ``ceil(W / most free GPUs of a server)``: the
       expected maximum over any ``k`` servers is at least :func:`spread_lower_bound`'s, plus
       the all-reduce time at the widest bandwidth of a domain with room for the gang.
+
+    A hybrid job's is :func:`hybrid_lower_bound`'s.
     """
     idx = arrays_of(instance)
     job = instance.jobs[jp]
+    if job.is_hybrid:
+        return hybrid_lower_bound(instance, jp)
     cl = cluster_of(instance)
     free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus, 0)
     if not free.any():
@@ -60,6 +65,52 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
             spread = max(spread_lower_bound(instance, jp, k), float(score[free > 0].min()))
             multi = spread + comm_ms(job, max(wide))
     return min(single, multi) + floor
+
+
+def hybrid_lower_bound(instance: Instance, jp: int) -> float:
+    """A valid lower bound on a hybrid job's ``E[T]`` over every feasible placement, with
+    ``K = m + pp - 1`` its pipeline slots, the lesser of:
+
+    - one server ``n`` with room for the gang: ``K (E[a_n S_n] + p2p(intra_n)) + D(intra_n)``
+      (``p2p`` only with two or more stages);
+    - ``k >= 2`` servers, ``B*`` the widest bandwidth between two servers and ``B_s`` the
+      widest of a domain with room for one stage (``dp x tp`` workers): either a stage
+      boundary crosses servers (then some group's slot is at least ``a E[S] + p2p(B*)``:
+      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s), or
+      none does, so every replica's stages share a server and every stage's replicas span two
+      or more (``K C + D(B_s)``); the first needs ``pp >= 2``, the second ``dp >= 2``.  A stage
+      that no server has room for spans two or more servers in either case: ``D(B_s)`` is
+      then added to both.
+    """
+    idx = arrays_of(instance)
+    job = instance.jobs[jp]
+    cl = cluster_of(instance)
+    tp, pp, dp = job.unit, int(job.pp or 1), int(job.dp or 1)
+    free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus // tp * tp, 0)
+    if not free.any():
+        return math.inf
+    slots = pipeline_slots(job)
+    score = idx.job_score(jp)
+    single = math.inf
+    for sp in np.flatnonzero(free >= job.workers):
+        intra = float(cl.intra_bandwidth[sp])
+        q = p2p_ms(job, intra) if pp > 1 else 0.0
+        single = min(single, slots * (float(score[sp]) + q) + stage_sync_ms(job, intra))
+    multi = math.inf
+    k = max(2, -(-job.workers // int(free.max())))
+    if cl.domains and int((free > 0).sum()) >= k:
+        widest = max(d.bandwidth_gbps for d in cl.domains)
+        concat, offsets = cl.domain_concat
+        room = np.add.reduceat(free[concat], offsets)
+        stage_bw = max((d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= dp * tp), default=0.0)
+        sync = stage_sync_ms(job, stage_bw)
+        forced = sync if dp * tp > int(free.max()) else 0.0  # every stage spans two servers or more
+        least = float(score[free > 0].min())
+        compute = max(spread_lower_bound(instance, jp, k), least)
+        crossing = slots * max(compute, least + p2p_ms(job, widest)) + forced if pp > 1 else math.inf
+        apart = slots * compute + sync if dp > 1 else math.inf
+        multi = min(crossing, apart)
+    return min(single, multi)
 
 
 SPREAD_MAX_GROUPS = 64

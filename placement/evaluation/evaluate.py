@@ -4,7 +4,9 @@ Exact expected slowest-worker iteration time for independent discrete slowdowns 
 CDFs over the merged support points) and for scenario tables, with per-job overrides, fully
 vectorised with numpy over all jobs of a placement (the kernel is
 :meth:`placement.problem.EvalIndex.expected_max`); a parameter-server job adds its push/pull
-phase, a second expected maximum over its shards' servers (:mod:`placement.problem.shards`).
+phase, a second expected maximum over its shards' servers (:mod:`placement.problem.shards`);
+a hybrid-parallel job's pipeline is the kernel with its stage-boundary shifts, times its slots,
+plus its stages' data-parallel all-reduce (:mod:`placement.problem.hybrid`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from placement.model.records import Assignment, Instance, JobReport
+from placement.model.records import Assignment, Instance, JobReport, Stages
 from placement.problem.arrays import arrays_of, job_groups
+from placement.problem.hybrid import best_stages, hybrid_phase, matrix_pos, pipeline_slots
 from placement.problem.rules import comm_ms, weight_factor
 from placement.problem.shards import ps_phase, ps_straggler
 from placement.problem.topology import cluster_of
@@ -33,13 +36,21 @@ class Evaluation:
     unplaced: tuple[str, ...]
     ideal_parts: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per job, its ideal time's two terms as added here: the slowest worker's compute at S = 1
-    and the communication (all-reduce, or push/pull); they sum to ``ideal_iteration_ms``."""
+    and the communication (all-reduce, or push/pull); they sum to ``ideal_iteration_ms``.  A
+    hybrid job's compute is its slots times the slowest group's compute, and its communication
+    the rest (pipeline point-to-point and data-parallel sync: :attr:`hybrid_parts`)."""
+    hybrid_parts: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
+    """Per hybrid job, its ideal time as ``(compute, pipeline p2p, data-parallel sync)``."""
 
 
-def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> Evaluation:
-    """Exact figures of ``assignment`` and, for parameter-server jobs, their ``shards``
-    (which the validator should have accepted: a parameter-server job given no shards is
-    evaluated without its push/pull phase, a lower figure the validator refuses).
+def evaluate(
+    instance: Instance, assignment: Assignment, shards: Assignment | None = None, stages: Stages | None = None
+) -> Evaluation:
+    """Exact figures of ``assignment`` and, for parameter-server jobs, their ``shards``, for
+    hybrid jobs their ``stages`` (which the validator should have accepted: a parameter-server
+    job given no shards is evaluated without its push/pull phase, a lower figure the validator
+    refuses; a hybrid job given no matrix is evaluated with
+    :func:`~placement.problem.hybrid.best_stages`'s mapping of its allocation).
 
     >>> from placement.instances import load_bundled
     >>> inst = load_bundled("tiny")
@@ -61,6 +72,21 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
             ps_items.append((jp, x, z))
     ps_e, ps_ideal, ps_bw = ps_phase(instance, ps_items)
     ps_at = {jp: k for k, (jp, _, _) in enumerate(ps_items)}
+    # hybrid jobs: their pipeline and stage sync, one batched kernel call
+    hy_items = []
+    for jp, _ in groups:
+        job = instance.jobs[jp]
+        if job.is_hybrid:
+            given = (stages or {}).get(job.id)
+            if given:
+                m = matrix_pos(instance, given)
+            else:
+                x = {instance.server_pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
+                m, _ = best_stages(instance, jp, x)
+            hy_items.append((jp, m))
+    hy_e, hy_ideal, hy_strag, hy_terms = hybrid_phase(instance, hy_items)
+    hy_at = {jp: k for k, (jp, _) in enumerate(hy_items)}
+    hparts: dict[str, tuple[float, float, float]] = {}
     reports: dict[str, JobReport] = {}
     parts: dict[str, tuple[float, float]] = {}
     objective = 0.0
@@ -76,6 +102,16 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
             ideal_t = parts[job.id][0] + parts[job.id][1]
             p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]))
             n_servers = len(set(x) | set(z))
+        elif jp in hy_at:
+            k = hy_at[jp]
+            ids = [instance.servers[sp].id for sp in sps]
+            bw = cluster.bandwidth(ids)
+            exp_t, ideal_t, p_strag = float(hy_e[k]), float(hy_ideal[k]), float(hy_strag[k])
+            compute = pipeline_slots(job) * float(max(idx.a(jp, sp) for sp in sps))
+            sync = hy_terms[k].sync_ms
+            hparts[job.id] = (compute, ideal_t - sync - compute, sync)
+            parts[job.id] = (compute, ideal_t - compute)
+            n_servers = len(sps)
         else:
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
@@ -100,4 +136,5 @@ def evaluate(instance: Instance, assignment: Assignment, shards: Assignment | No
         jobs=MappingProxyType(reports),
         unplaced=unplaced,
         ideal_parts=MappingProxyType(parts),
+        hybrid_parts=MappingProxyType(hparts),
     )

@@ -4,8 +4,10 @@
 For each placed job:
 
 - ``expected_iteration_ms`` E[T] and ``ideal_iteration_ms`` T° (every S = 1), with T° split into
-  ``compute_ms`` (the slowest worker at S = 1) and ``communication_ms`` (``all_reduce`` or
-  ``push_pull``, named in ``communication``), which sum to T° exactly;
+  ``compute_ms`` (the slowest worker at S = 1; a hybrid job's pipeline slots times its slowest
+  group's) and ``communication_ms`` (``all_reduce``, ``push_pull``, or a hybrid job's
+  ``pipeline_p2p`` and ``data_parallel_sync``, named in ``communication``), which sum to T°
+  exactly;
 - ``straggler_penalty_ms`` = E[T] - T°, and ``straggler_probability`` P(T > T°);
 - ``servers``: for each server of the job, its ``workers``, ``shards`` and ``tail_share_ms``,
   E[T] minus E[T] with that server held at its lowest slowdown value (its share of the tail);
@@ -15,7 +17,8 @@ For each placed job:
 - ``alternatives``: the best single-worker move into free capacity and the best swap of one
   worker with another job's, among candidate servers, each with its change in the objective
   and in the job's E[T] (a change of 0 or more: no better move or swap was found), checked by
-  the validator.
+  the validator.  A hybrid job moves one group (``tp`` workers) at a time, into the cell of its
+  stage matrix where it lowers E[T] most; so does a hybrid job it swaps with.
 
 Held values: a server's lowest value is the lowest of its distribution, of the job's own
 estimate for it, or of its row in the scenario table.
@@ -34,7 +37,7 @@ import numpy as np
 
 from placement.evaluation.evaluate import Evaluation, evaluate
 from placement.evaluation.validate import validate
-from placement.model.records import Instance, Job, Scenarios, Slowdown, Solution
+from placement.model.records import Instance, Job, Scenarios, Slowdown, Solution, StageMatrix
 from placement.problem.rules import weight_factor
 
 __all__ = ["explain", "summary_rows", "SUMMARY_COLUMNS", "JOB_KEYS", "CANDIDATES", "DEADLINE_NEAR"]
@@ -155,43 +158,81 @@ def _candidates(instance: Instance, job: Job, used: set[str]) -> list[str]:
     return sorted(used) + others[:CANDIDATES]
 
 
-def _with(a: Mapping[str, int], take: str, give: str) -> dict[str, int]:
+def _with(a: Mapping[str, int], take: str, give: str, k: int = 1) -> dict[str, int] | None:
+    """``a`` with ``k`` workers moved from ``take`` to ``give`` (``None``: fewer than ``k`` there)."""
+    if a.get(take, 0) < k:
+        return None
     out = dict(a)
-    out[take] -= 1
-    out[give] = out.get(give, 0) + 1
-    return {k: v for k, v in out.items() if v > 0}
+    out[take] -= k
+    out[give] = out.get(give, 0) + k
+    return {s: v for s, v in out.items() if v > 0}
+
+
+def _recells(m: StageMatrix | None, take: str, give: str) -> list[StageMatrix | None]:
+    """A hybrid job's matrices with one group moved from ``take`` to ``give``: one per cell on
+    ``take`` (``[None]`` for a job without a matrix)."""
+    if m is None:
+        return [None]
+    out: list[StageMatrix | None] = []
+    for s, row in enumerate(m):
+        for r, sid in enumerate(row):
+            if sid == take:
+                out.append(
+                    tuple(
+                        tuple(give if (s2, r2) == (s, r) else x for r2, x in enumerate(rw)) for s2, rw in enumerate(m)
+                    )
+                )
+    return out
 
 
 def _alternatives(instance: Instance, job: Job, solution: Solution, room: _Room, base: float) -> dict[str, Any]:
     alone = _alone(instance, job)
     a = solution.assignment[job.id]
-    shards = solution.shards.get(job.id)
     used = {sid for sid, k in a.items() if k > 0}
     cands = _candidates(instance, job, used)
     w = weight_factor(instance, job)
+    u = job.unit
 
-    def et(inst: Instance, jb: Job, x: Mapping[str, int], z: Mapping[str, int] | None) -> float:
+    def et(
+        inst: Instance, jb: Job, x: Mapping[str, int], z: Mapping[str, int] | None, m: StageMatrix | None = None
+    ) -> float:
         # a candidate may be invalid (a server its shards cannot reach: infinite time); the
         # validator refuses it below, so its figure need only not be finite
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            ev = evaluate(inst, {jb.id: dict(x)}, {jb.id: dict(z)} if z else None)
+            ev = evaluate(inst, {jb.id: dict(x)}, {jb.id: dict(z)} if z else None, {jb.id: m} if m else None)
         return ev.jobs[jb.id].expected_iteration_ms
+
+    def moved(inst: Instance, jb: Job, x: Mapping[str, int], take: str, give: str) -> tuple[float, StageMatrix | None]:
+        """The job's E[T] with one group (or worker) moved, in its best cell."""
+        tries = [
+            (et(inst, jb, x, solution.shards.get(jb.id), m), m)
+            for m in _recells(solution.stages.get(jb.id), take, give)
+        ]
+        return min(tries, key=lambda t: t[0])
+
+    def check(assignment: Mapping[str, Mapping[str, int]], stages: Mapping[str, StageMatrix | None]) -> bool:
+        st = {**solution.stages, **{j: m for j, m in stages.items() if m is not None}}
+        return not validate(instance, assignment, shards=solution.shards, stages=st)
 
     moves = []
     for s in sorted(used):
         for t in cands:
-            if t == s or room.gpus[t] < 1:
+            if t == s or room.gpus[t] < u:
                 continue
-            if room.cpus[t] < (job.cpus_per_worker or 0.0) or room.memory[t] < (job.memory_gb_per_worker or 0.0):
+            if room.cpus[t] < u * (job.cpus_per_worker or 0.0) or room.memory[t] < u * (
+                job.memory_gb_per_worker or 0.0
+            ):
                 continue
-            x = _with(a, s, t)
-            d = et(alone, job, x, shards) - base
+            x = _with(a, s, t, u)
+            if x is None:
+                continue
+            e, m = moved(alone, job, x, s, t)
+            d = e - base
             if math.isfinite(d):
-                moves.append((w * d, d, s, t, x))
+                moves.append((w * d, d, s, t, x, m))
     best_move = None
-    for dobj, d, s, t, x in sorted(moves, key=lambda m: m[0]):
-        assignment = {**solution.assignment, job.id: x}
-        if not validate(instance, assignment, shards=solution.shards):
+    for dobj, d, s, t, x, m in sorted(moves, key=lambda mv: mv[0]):
+        if check({**solution.assignment, job.id: x}, {job.id: m}):
             best_move = {"from": s, "to": t, "delta_objective": dobj, "delta_expected_iteration_ms": d}
             break
     swaps = []
@@ -210,19 +251,30 @@ def _alternatives(instance: Instance, job: Job, solution: Solution, room: _Room,
                 other = instance.job_by_id[kid]
                 if not (job.allows(instance.server_by_id[t]) and other.allows(instance.server_by_id[s])):
                     continue
+                if u % other.unit:
+                    continue  # the other job's groups do not make up one of ours
                 if kid not in alone_of:
                     alone_of[kid] = _alone(instance, other)
-                    base_of[kid] = et(alone_of[kid], other, solution.assignment[kid], solution.shards.get(kid))
-                x = _with(a, s, t)
-                y = _with(solution.assignment[kid], t, s)
-                d = et(alone, job, x, shards) - base
-                dk = et(alone_of[kid], other, y, solution.shards.get(kid)) - base_of[kid]
+                    base_of[kid] = et(
+                        alone_of[kid],
+                        other,
+                        solution.assignment[kid],
+                        solution.shards.get(kid),
+                        solution.stages.get(kid),
+                    )
+                x = _with(a, s, t, u)
+                y = _with(solution.assignment[kid], t, s, u)
+                if x is None or y is None or (other.unit > 1 and other.unit != u):
+                    continue
+                e, m = moved(alone, job, x, s, t)
+                ek, mk = moved(alone_of[kid], other, y, t, s)
+                d, dk = e - base, ek - base_of[kid]
                 if math.isfinite(d) and math.isfinite(dk):
-                    swaps.append((w * d + weight_factor(instance, other) * dk, d, s, t, kid, x, y))
+                    swaps.append((w * d + weight_factor(instance, other) * dk, d, s, t, kid, x, y, m, mk))
     best_swap = None
-    for dobj, d, s, t, kid, x, y in sorted(swaps, key=lambda m: m[0]):
+    for dobj, d, s, t, kid, x, y, m, mk in sorted(swaps, key=lambda sw: sw[0]):
         assignment = {**solution.assignment, job.id: x, kid: y}
-        if not validate(instance, assignment, shards=solution.shards):
+        if check(assignment, {job.id: m, kid: mk}):
             best_swap = {
                 "from": s,
                 "to": t,
@@ -239,22 +291,28 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
     z = {sid: k for sid, k in solution.shards.get(job.id, {}).items() if k > 0}
     rep = ev.jobs[job.id]
     compute_only, communication = ev.ideal_parts[job.id]
-    comm_name = "push_pull" if job.is_ps and z else "all_reduce"
+    if job.is_hybrid:
+        _, p2p, sync = ev.hybrid_parts[job.id]
+        parts = {"pipeline_p2p": p2p, "data_parallel_sync": sync}
+    else:
+        parts = {"push_pull" if job.is_ps and z else "all_reduce": communication}
+    m = solution.stages.get(job.id)
+    st = {job.id: m} if m else None
     # differences are taken on the job alone (the same evaluator on a one-job instance), so
     # that each is a difference of two figures computed the same way
     alone = _alone(instance, job)
-    e_alone = evaluate(alone, {job.id: a}, {job.id: z} if z else None).jobs[job.id].expected_iteration_ms
+    e_alone = evaluate(alone, {job.id: a}, {job.id: z} if z else None, st).jobs[job.id].expected_iteration_ms
     servers: dict[str, dict[str, Any]] = {}
     for sid in sorted(set(a) | set(z)):
         held = _held(instance, job, sid)
-        e_held = evaluate(held, {job.id: a}, {job.id: z} if z else None).jobs[job.id].expected_iteration_ms
+        e_held = evaluate(held, {job.id: a}, {job.id: z} if z else None, st).jobs[job.id].expected_iteration_ms
         servers[sid] = {"workers": a.get(sid, 0), "shards": z.get(sid, 0), "tail_share_ms": e_alone - e_held}
     return {
         "expected_iteration_ms": rep.expected_iteration_ms,
         "ideal_iteration_ms": rep.ideal_iteration_ms,
         "compute_ms": compute_only,
         "communication_ms": communication,
-        "communication": {comm_name: communication},
+        "communication": parts,
         "straggler_penalty_ms": rep.expected_iteration_ms - rep.ideal_iteration_ms,
         "straggler_probability": rep.straggler_probability,
         "servers": servers,
@@ -271,13 +329,13 @@ def explain(
     one raises :class:`~placement.errors.InvalidInputError`)."""
     from placement.errors import InvalidInputError
 
-    problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards)]
+    problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards, stages=solution.stages)]
     wanted = [job] if job is not None else list(jobs) if jobs is not None else None
     problems += [f"job {j!r} is not placed by the solution" for j in wanted or () if j not in solution.assignment]
     if problems:
         raise InvalidInputError(problems, source="the solution to explain")
     room = _room(instance, solution)
-    ev = evaluate(instance, solution.assignment, solution.shards)
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages)
     chosen = wanted if wanted is not None else [j.id for j in instance.jobs if j.id in solution.assignment]
     return {jid: _explain_job(instance, instance.job_by_id[jid], solution, room, ev) for jid in chosen}
 
@@ -301,14 +359,14 @@ def summary_rows(explained: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, 
     first: what the CLI's table and the HTML reports print."""
     rows: list[tuple[str, ...]] = []
     for jid, e in sorted(explained.items(), key=lambda kv: -kv[1]["straggler_penalty_ms"]):
-        ((kind, comm),) = e["communication"].items()
+        comm_cell = " + ".join(f"{v:.2f} {k.replace('_', '-')}" for k, v in e["communication"].items())
         tail_sid, tail = max(e["servers"].items(), key=lambda kv: kv[1]["tail_share_ms"])
         move, swap = e["alternatives"]["move"], e["alternatives"]["swap"]
         rows.append(
             (
                 jid,
                 f"{e['expected_iteration_ms']:.2f}",
-                f"{e['ideal_iteration_ms']:.2f} = {e['compute_ms']:.2f} + {comm:.2f} {kind.replace('_', '-')}",
+                f"{e['ideal_iteration_ms']:.2f} = {e['compute_ms']:.2f} + {comm_cell}",
                 f"{e['straggler_penalty_ms']:.2f}",
                 f"{e['straggler_probability']:.3f}",
                 f"{tail_sid} {tail['tail_share_ms']:.2f}",

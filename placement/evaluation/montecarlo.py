@@ -9,9 +9,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, Instance, Stages
 from placement.problem.arrays import arrays_of, job_groups
-from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.hybrid import best_stages, matrix_pos
+from placement.problem.rules import comm_ms, p2p_ms, stage_sync_ms, weight_factor
 from placement.problem.shards import ps_coefs
 from placement.problem.topology import cluster_of
 
@@ -36,11 +37,13 @@ def monte_carlo(
     samples: int = 10_000,
     seed: int = 0,
     shards: Assignment | None = None,
+    stages: Stages | None = None,
 ) -> MonteCarloResult:
     """Simulate ``samples`` iterations of the whole cluster (one slowdown draw per server,
     or one scenario, per iteration) and average each job's slowest-worker time; a
     parameter-server job adds its push/pull phase, its shards' servers slowed by the same
-    draws."""
+    draws; a hybrid job's iteration is the literal per-group formula over its ``stages`` (the
+    evaluator's mapping when not given): ``(m + pp - 1) max_g (a S + p_g) + max_s D_s``."""
     if samples < 2:
         raise ValueError(f"The 'samples' parameter of monte_carlo must be an int >= 2. Got {samples!r} instead.")
     rng = np.random.default_rng(seed)
@@ -79,7 +82,9 @@ def monte_carlo(
         t = np.zeros(samples)
         for sp in sps:
             t = np.maximum(t, idx.a(jp, sp) * draws[sp])
-        if z:
+        if job.is_hybrid:
+            t = _hybrid_draws(instance, jp, assignment, stages, draws)
+        elif z:
             x = {pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
             shard_sps, coefs, _ = ps_coefs(instance, job, x, z)
             push = np.zeros(samples)
@@ -98,3 +103,30 @@ def monte_carlo(
         objective_ci=float(1.96 * total.std(ddof=1) / math.sqrt(samples)),
         jobs=MappingProxyType(jobs),
     )
+
+
+def _hybrid_draws(
+    instance: Instance, jp: int, assignment: Assignment, stages: Stages | None, draws: Mapping[int, np.ndarray]
+) -> np.ndarray:
+    """A hybrid job's sampled iteration times, group by group (DESIGN.md's formula as written)."""
+    job = instance.jobs[jp]
+    idx = arrays_of(instance)
+    cluster = cluster_of(instance)
+    given = (stages or {}).get(job.id)
+    if given:
+        m = matrix_pos(instance, given)
+    else:
+        x = {instance.server_pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
+        m, _ = best_stages(instance, jp, x)
+    ids = [[instance.servers[sp].id for sp in row] for row in m]
+    pp = len(m)
+    slowest = np.zeros(len(next(iter(draws.values()))))
+    for s in range(pp):
+        for r, sp in enumerate(m[s]):
+            p = 0.0
+            if s < pp - 1:
+                pair = [ids[s][r], ids[s + 1][r]]
+                p = p2p_ms(job, cluster.bandwidth(pair))
+            slowest = np.maximum(slowest, idx.a(jp, sp) * draws[sp] + p)
+    sync = max(stage_sync_ms(job, cluster.bandwidth(row)) for row in ids)
+    return (job.microbatches + pp - 1) * slowest + sync

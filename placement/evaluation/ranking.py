@@ -7,6 +7,7 @@ import math
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
 from placement.model.records import Assignment, Instance
+from placement.problem.hybrid import complete_stages
 from placement.problem.shards import complete_shards
 
 __all__ = ["placement_key", "best_placement"]
@@ -21,9 +22,10 @@ def placement_key(
     if assignment is None:
         return (math.inf, math.inf)
     shards = complete_shards(instance, assignment, shards)
-    if validate(instance, assignment, shards=shards):
+    stages = complete_stages(instance, assignment, None)
+    if validate(instance, assignment, shards=shards, stages=stages):
         return (math.inf, math.inf)
-    ev = evaluate(instance, assignment, shards)
+    ev = evaluate(instance, assignment, shards, stages)
     return (-ev.placed_weight, ev.objective)
 
 

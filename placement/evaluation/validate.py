@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from placement.evaluation.evaluate import evaluate
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, Instance, Stages
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES, meets_deadline, over_capacity
 from placement.problem.topology import cluster_of
 
@@ -32,16 +32,23 @@ class Violation:
 
 
 def validate(
-    instance: Instance, assignment: Assignment, unplaced: Any = None, shards: Assignment | None = None
+    instance: Instance,
+    assignment: Assignment,
+    unplaced: Any = None,
+    shards: Assignment | None = None,
+    stages: Stages | None = None,
 ) -> list[Violation]:
-    """All violations of ``assignment`` (and ``shards``) on ``instance`` (empty list: valid).
+    """All violations of ``assignment`` (and ``shards``, ``stages``) on ``instance`` (empty
+    list: valid).
 
     Checks ids and worker counts, gang completeness, free GPUs, CPU and memory (shards'
     included), allowed GPU types and servers, ``max_servers`` and reachability (over the
     workers' and shards' servers together), every placed parameter-server job's shard count
-    (and no shards for any other job), deadlines (on the exact expected time) and admission
-    (``all``: every job placed).  If ``unplaced`` is given it must list exactly the jobs left
-    out.
+    (and no shards for any other job), every placed hybrid job's stage matrix (pp rows of dp
+    servers, each group on a server of the job, ``tp`` workers there per group: the counts
+    agree with the assignment; no matrix for any other job), deadlines (on the exact expected
+    time) and admission (``all``: every job placed).  If ``unplaced`` is given it must list
+    exactly the jobs left out.
     """
     out: list[Violation] = []
     jobs = instance.job_by_id
@@ -149,6 +156,7 @@ def validate(
                 out.append(
                     Violation("unreachable", f"job {jid!r}'s shards cannot reach its workers: {sorted(together)}", jid)
                 )
+    out += _stage_problems(instance, placed, stages or {})
     for sid, k in gpus.items():
         srv = servers[sid]
         if k > srv.free_gpus:
@@ -179,8 +187,8 @@ def validate(
             if j.id not in placed:
                 out.append(Violation("admission", f"job {j.id!r} is not placed, but admission is 'all'", j.id))
     deadline_jobs = [jid for jid in placed if jobs[jid].deadline_s is not None]
-    if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type", "shards") for v in out):
-        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs}, shards)
+    if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type", "shards", "stages") for v in out):
+        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs}, shards, stages)
         for jid in deadline_jobs:
             job = jobs[jid]
             e_ms = ev.jobs[jid].expected_iteration_ms
@@ -191,6 +199,64 @@ def validate(
                         "deadline",
                         f"job {jid!r} is expected to take {t:.6g} s, past its deadline {job.deadline_s:g} s",
                         jid,
+                    )
+                )
+    return out
+
+
+def _stage_problems(instance: Instance, placed: Mapping[str, Mapping[str, int]], stages: Stages) -> list[Violation]:
+    """The stage matrices: one for every placed hybrid job and for no other job, pp rows of dp
+    known servers of the job, ``tp`` workers on a server per group it holds there."""
+    out = []
+    jobs = instance.job_by_id
+    for jid, m in stages.items():
+        if jid not in jobs:
+            out.append(Violation("unknown_job", f"stages names unknown job {jid!r}", job=jid))
+        elif not m:
+            continue
+        elif not jobs[jid].is_hybrid:
+            out.append(Violation("stages", f"job {jid!r} is not a hybrid job but has a stage matrix", jid))
+        elif jid not in placed:
+            out.append(Violation("stages", f"job {jid!r} has a stage matrix but no workers placed", jid))
+    for jid, a in placed.items():
+        job = jobs[jid]
+        if not job.is_hybrid:
+            continue
+        pp, dp = int(job.pp or 1), int(job.dp or 1)
+        matrix = stages.get(jid)
+        if matrix is None or not matrix:
+            out.append(Violation("stages", f"hybrid job {jid!r} is placed without its stage matrix", jid))
+            continue
+        if (
+            isinstance(matrix, (str, bytes))
+            or len(matrix) != pp
+            or any(isinstance(row, (str, bytes)) or len(row) != dp for row in matrix)
+        ):
+            out.append(
+                Violation("stages", f"job {jid!r}'s stage matrix is not {pp} rows (pp) of {dp} servers (dp)", jid)
+            )
+            continue
+        held: dict[str, int] = defaultdict(int)
+        for s, row in enumerate(matrix):
+            for r, sid in enumerate(row):
+                if not isinstance(sid, str) or sid not in a:
+                    out.append(
+                        Violation(
+                            "stages",
+                            f"job {jid!r}'s group (stage {s}, replica {r}) is on {sid!r}, not one of its servers",
+                            jid,
+                        )
+                    )
+                else:
+                    held[sid] += 1
+        for sid, k in sorted(a.items()):
+            if held.get(sid, 0) * job.unit != k:
+                out.append(
+                    Violation(
+                        "stages",
+                        f"job {jid!r} has {k} workers on {sid!r} but {held.get(sid, 0)} groups of tp={job.unit} there",
+                        jid,
+                        sid,
                     )
                 )
     return out
@@ -210,5 +276,7 @@ def _count_problems(jid: str, counts: Mapping[str, Any], servers: Container[str]
     return out
 
 
-def is_valid(instance: Instance, assignment: Assignment, shards: Assignment | None = None) -> bool:
-    return not validate(instance, assignment, shards=shards)
+def is_valid(
+    instance: Instance, assignment: Assignment, shards: Assignment | None = None, stages: Stages | None = None
+) -> bool:
+    return not validate(instance, assignment, shards=shards, stages=stages)

@@ -19,7 +19,13 @@ from pathlib import Path
 from placement.errors import InvalidInputError
 from placement.evaluation import validate
 from placement.integrations.options import DEFAULT_IMAGE, KUEUE_APIS, POD_PER, ExportOptions
-from placement.integrations.readback import read_placement, read_placement_and_shards
+from placement.integrations.readback import (
+    Readback,
+    read_export,
+    read_placement,
+    read_placement_and_shards,
+    stages_read_back,
+)
 from placement.integrations.targets import TARGET_TABLE, TARGETS, target
 from placement.model import Instance, Solution
 
@@ -28,6 +34,9 @@ __all__ = [
     "write_files",
     "read_placement",
     "read_placement_and_shards",
+    "Readback",
+    "read_export",
+    "stages_read_back",
     "ExportOptions",
     "TARGETS",
     "TARGET_TABLE",
@@ -54,7 +63,10 @@ def export(
     if not solution.status.has_placement:
         problems.append(f"solution.status is {solution.status.value!r}: there is no placement to export")
     problems += [
-        f"assignment: {v}" for v in validate(instance, solution.assignment, solution.unplaced, shards=solution.shards)
+        f"assignment: {v}"
+        for v in validate(
+            instance, solution.assignment, solution.unplaced, shards=solution.shards, stages=solution.stages
+        )
     ]
     if options.pod_per not in POD_PER:
         problems.append(f"pod_per must be one of {', '.join(POD_PER)}, got {options.pod_per!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from placement.errors import InstanceError
 from placement.formats.parse import describe, flagged_paths, read_json_file, schema_problems, write_json_atomic
@@ -60,6 +60,7 @@ def _semantic_problems(data: Any) -> list[str]:
     scen = data.get("scenarios") if isinstance(data.get("scenarios"), dict) else None
     kinds: dict[str, str] = {}
     first_seen: dict[str, int] = {}
+    server_shape: dict[str, tuple[int, str]] = {}
     for i, n in enumerate(nodes):
         if not isinstance(n, dict) or not isinstance(n.get("id"), str):
             continue
@@ -71,6 +72,8 @@ def _semantic_problems(data: Any) -> list[str]:
         kinds[nid] = n["kind"] if isinstance(n.get("kind"), str) else "?"
         if n.get("kind") == "server":
             g, u = n.get("gpus"), n.get("used_gpus", 0)
+            if isinstance(g, int) and isinstance(n.get("gpu_type"), str):
+                server_shape[nid] = (g, n["gpu_type"])
             if isinstance(g, int) and isinstance(u, int) and not isinstance(u, bool) and u > g:
                 problems.append(f"topology.nodes[{i}].used_gpus must be <= gpus ({g}), got {u}")
             if "slowdown" in n:
@@ -164,12 +167,50 @@ def _semantic_problems(data: Any) -> list[str]:
                     problems.append(f'jobs[{i}].{ps_key} is only for parameter-server jobs (architecture "ps")')
         elif "ps_shards" not in j:
             problems.append(f'jobs[{i}].ps_shards is required with architecture "ps"')
+        problems += _hybrid_problems(j, f"jobs[{i}]", server_shape)
         if "iterations" not in j:
             if objective == "weighted_expected_jct":
                 problems.append(f"jobs[{i}].iterations is required by the objective 'weighted_expected_jct'")
             elif "deadline_s" in j:
                 problems.append(f"jobs[{i}].iterations is required with deadline_s")
     return problems
+
+
+HYBRID_KEYS = ("tp", "pp", "dp", "microbatches", "activation_mb")
+"""A hybrid-parallel job's own fields (architecture ``hybrid``)."""
+
+
+def _degree(x: Any) -> TypeGuard[int]:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _hybrid_problems(j: Mapping[str, Any], where: str, server_shape: Mapping[str, tuple[int, str]]) -> list[str]:
+    """A hybrid job's fields: only with architecture ``hybrid``; ``tp``, ``pp``, ``dp``
+    required, ``workers = tp * pp * dp``, and some server the job may use with ``tp`` GPUs
+    (a group sits on one server).  Types and ranges are the schema's."""
+    out = []
+    if j.get("architecture", "allreduce") != "hybrid":
+        out += [
+            f'{where}.{key} is only for hybrid-parallel jobs (architecture "hybrid")' for key in HYBRID_KEYS if key in j
+        ]
+        return out
+    out += [f'{where}.{key} is required with architecture "hybrid"' for key in ("tp", "pp", "dp") if key not in j]
+    tp, pp, dp, w = j.get("tp"), j.get("pp"), j.get("dp"), j.get("workers")
+    if _degree(tp) and _degree(pp) and _degree(dp) and _degree(w) and tp * pp * dp != w:
+        out.append(f"{where}.workers must equal tp * pp * dp = {tp} * {pp} * {dp} = {tp * pp * dp}, got {w}")
+    if _degree(tp) and server_shape:
+        allowed = j.get("allowed_servers")
+        ids = [s for s in allowed if s in server_shape] if isinstance(allowed, list) else list(server_shape)
+        speed = j.get("gpu_speed")
+        if isinstance(speed, dict):
+            ids = [s for s in ids if server_shape[s][1] in speed]
+        most = max((server_shape[s][0] for s in ids), default=0)
+        if ids and tp > most:
+            out.append(
+                f"{where}.tp is {tp}, more than the GPUs of every server the job may use (at most {most}): "
+                "a tensor-parallel group sits on one server"
+            )
+    return out
 
 
 # ------------------------------------------------------------------- building
@@ -233,6 +274,11 @@ def _build(data: Mapping[str, Any]) -> Instance:
                 ps_shards=j.get("ps_shards"),
                 ps_cpus=_opt_float(j.get("ps_cpus")),
                 ps_memory_gb=_opt_float(j.get("ps_memory_gb")),
+                tp=j.get("tp"),
+                pp=j.get("pp"),
+                dp=j.get("dp"),
+                microbatches=j.get("microbatches", 1),
+                activation_mb=float(j.get("activation_mb", 0.0)),
             )
         )
     return Instance(
@@ -318,6 +364,9 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             for key in ("ps_shards", "ps_cpus", "ps_memory_gb"):
                 if getattr(j, key) is not None:
                     d[key] = getattr(j, key)
+        if j.is_hybrid:
+            d["architecture"] = "hybrid"
+            d.update(tp=j.tp, pp=j.pp, dp=j.dp, microbatches=j.microbatches, activation_mb=j.activation_mb)
         if j.gpu_speed is not None:
             d["gpu_speed"] = dict(j.gpu_speed)
         if j.allowed_servers is not None:

@@ -26,6 +26,7 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "bound": sol.bound,
         "assignment": {j: dict(a) for j, a in sol.assignment.items()},
         **({"shards": {j: dict(a) for j, a in sol.shards.items()}} if sol.shards else {}),
+        **({"stages": {j: [list(row) for row in m] for j, m in sol.stages.items()}} if sol.stages else {}),
         "unplaced": list(sol.unplaced),
         "jobs": {
             j: {
@@ -65,6 +66,13 @@ def solution_from_dict(
             for sid in a:
                 if sid not in instance.server_by_id:
                     problems.append(f"shards.{jid}.{sid} names unknown server {sid!r}")
+        for jid, m in data.get("stages", {}).items():
+            if jid not in instance.job_by_id:
+                problems.append(f"stages.{jid} names unknown job {jid!r}")
+            for s, row in enumerate(m):
+                for r, sid in enumerate(row):
+                    if sid not in instance.server_by_id:
+                        problems.append(f"stages.{jid}[{s}][{r}] names unknown server {sid!r}")
         for k, jid in enumerate(data["unplaced"]):
             if jid not in instance.job_by_id:
                 problems.append(f"unplaced[{k}] names unknown job {jid!r}")
@@ -81,6 +89,7 @@ def solution_from_dict(
         jobs={j: JobReport(**r) for j, r in data["jobs"].items()},
         stats=data["stats"],
         shards={j: dict(a) for j, a in data.get("shards", {}).items()},
+        stages={j: tuple(tuple(row) for row in m) for j, m in data.get("stages", {}).items()},
     )
 
 

@@ -13,6 +13,19 @@ class Found:
         self.shards: dict[str, dict[str, int]] = {}
         self.file_of: dict[str, str] = {}
         self.problems: list[str] = []
+        self.ranks: dict[str, dict[int, str]] = {}
+        """Where the files fix the ranks: ``{job: {rank: node}}``."""
+        self.stages: dict[str, list[list[str]]] = {}
+        """Stage matrices the files carry as such (a Kueue export's advice)."""
+
+    def rank(self, job: str, first: int, node: str, count: int) -> None:
+        """Ranks ``first .. first + count - 1`` of ``job`` run on ``node``."""
+        ranks = self.ranks.setdefault(job, {})
+        for r in range(first, first + count):
+            if ranks.setdefault(r, node) != node:
+                msg = f"job {job!r}: rank {r} is on both {ranks[r]!r} and {node!r}"
+                if msg not in self.problems:
+                    self.problems.append(msg)
 
     def add(self, job: str, node: str, k: int, file: str, *, shard: bool = False) -> None:
         first = self.file_of.setdefault(job, file)

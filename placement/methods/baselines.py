@@ -10,6 +10,10 @@ others); every other rule puts each shard where it would put one more worker's C
 first server of its own order (first fit: server order; best fit: fewest free GPUs; spread:
 most free GPUs; consolidate: the job's own servers, tightest first; random: a random order)
 that the job may use and that has the shard's CPU and memory left.
+
+A hybrid job's groups go in Megatron's default rank order over the servers in the order the
+rule filled them (:func:`placement.problem.hybrid.rank_order_stages`): these rules know nothing
+of stages.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from placement.model.records import Instance
+from placement.problem.hybrid import hybrid_phase, matrix_ids, rank_order_stages
+from placement.problem.rules import meets_deadline
 from placement.problem.shards import shard_room
 from placement.problem.state import State
 from placement.solving.options import Options, Outcome
@@ -90,6 +96,10 @@ def _run(
                 z = _shards_in_order(st, jp, alloc, (shard_order or _server_order)(st, jp, alloc))
                 if z is not None and math.isfinite(st.ps_cost_with(jp, alloc, z)):
                     st.take(jp, alloc, z)
+            elif instance.jobs[jp].is_hybrid:
+                e, _, _, _ = hybrid_phase(instance, [(jp, rank_order_stages(instance.jobs[jp], alloc))])
+                if math.isfinite(float(e[0])) and meets_deadline(instance.jobs[jp], float(e[0])):
+                    st.take(jp, alloc)
             elif math.isfinite(st.cost(jp, alloc)):
                 st.take(jp, alloc)
         path.append(name if k == 0 else f"{name}(largest-first)")
@@ -104,7 +114,12 @@ def _run(
 def _outcome(instance: Instance, st: State, path: list[str]) -> Outcome:
     if instance.admission == "all" and len(st.x) < len(instance.jobs):
         return Outcome(None, path=path, message=f"{len(instance.jobs) - len(st.x)} job(s) did not fit")
-    return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
+    stages = {
+        instance.jobs[jp].id: matrix_ids(instance, rank_order_stages(instance.jobs[jp], alloc))
+        for jp, alloc in st.x.items()
+        if instance.jobs[jp].is_hybrid
+    }
+    return Outcome(st.assignment(), path=path, shards=st.shard_assignment(), stages=stages)
 
 
 def _server_order(st: State, jp: int, alloc: dict[int, int]) -> np.ndarray:
@@ -161,11 +176,12 @@ def _spread_rule(st: State, jp: int) -> dict[int, int] | None:
         if rs.sum() < job.workers:
             continue
         alloc: dict[int, int] = {}
-        for _ in range(job.workers):
+        u = job.unit  # a hybrid job's groups are whole: spread group by group
+        for _ in range(job.workers // u):
             i = int(np.argmax(np.where(rs > 0, fs, -1)))
-            alloc[int(cs[i])] = alloc.get(int(cs[i]), 0) + 1
-            rs[i] -= 1
-            fs[i] -= 1
+            alloc[int(cs[i])] = alloc.get(int(cs[i]), 0) + u
+            rs[i] -= u
+            fs[i] -= u
         if job.max_servers is None or len(alloc) <= job.max_servers:
             return alloc
     return None

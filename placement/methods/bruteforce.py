@@ -3,13 +3,16 @@
 Every allocation of every job (all worker counts on all allowed servers) is priced with
 the evaluator's kernel, then a depth-first search over jobs with capacity checks and
 cost pruning finds the optimum.  Admission ``best_effort`` is lexicographic: most weight
-placed, then least objective.
+placed, then least objective.  A parameter-server job's allocations come with every placement
+of its shards, and a hybrid job's (whole groups on each server) with every stage matrix
+(every distinct arrangement of its groups over (stage, replica)).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +20,7 @@ from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Instance
 from placement.model.tolerances import TIE_RTOL
+from placement.problem.hybrid import PosMatrix, all_stages, count_stages, group_counts, hybrid_phase, matrix_ids
 from placement.problem.rules import meets_deadline, weight_factor
 from placement.problem.shards import ps_phase, shard_room
 from placement.problem.state import State
@@ -62,14 +66,15 @@ def job_allocations(st: State, jp: int, limit: int = MAX_ALLOCATIONS) -> list[di
     """Every allocation of ``jp`` on empty capacity (``None`` if more than ``limit``)."""
     job = st.instance.jobs[jp]
     allowed = st.allowed(jp)
-    rooms = st.room(jp, allowed)
+    unit = job.unit  # a hybrid job's groups are whole: count in groups
+    rooms = st.room(jp, allowed) // unit
     keep = rooms > 0
     sps, rs = [int(s) for s in allowed[keep]], [int(r) for r in rooms[keep]]
-    if len(sps) > MAX_SERVERS or _count(rs, job.workers) > limit:
+    if len(sps) > MAX_SERVERS or _count(rs, job.workers // unit) > limit:
         return None
     out: list[dict[int, int]] = []
-    for comp in _compositions(rs, job.workers):
-        alloc = {sp: k for sp, k in zip(sps, comp) if k > 0}
+    for comp in _compositions(rs, job.workers // unit):
+        alloc = {sp: k * unit for sp, k in zip(sps, comp) if k > 0}
         if job.max_servers is not None and len(alloc) > job.max_servers:
             continue
         if len({int(st.component[s]) for s in alloc}) > 1:
@@ -127,6 +132,10 @@ def estimate_size(instance: Instance) -> float:
         if job.is_ps and a:
             servers = int((st.component == st.component[next(iter(a[0]))]).sum())
             n *= math.comb(servers + job.shards - 1, job.shards)
+        if job.is_hybrid and a:
+            # replicas' order does not matter: about a dp-factorial-th of the matrices
+            f = math.factorial(int(job.dp or 1))
+            n = sum(-(-count_stages(job, group_counts(job, alloc)) // f) for alloc in a)
         total *= max(1, n + (instance.admission == "best_effort"))
     return total
 
@@ -134,7 +143,7 @@ def estimate_size(instance: Instance) -> float:
 def brute_force(instance: Instance, opts: Options) -> Outcome:
     st = State(instance)
     J = len(instance.jobs)
-    options: list[list[tuple[float, dict[int, int], dict[int, int] | None]]] = []
+    options: list[list[tuple[float, dict[int, int], Any]]] = []
     size = 1.0
     for jp in range(J):
         allocs = job_allocations(st, jp)
@@ -145,6 +154,8 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         job = instance.jobs[jp]
         if job.is_ps:
             opts_j = _ps_options(instance, st, jp, allocs)
+        elif job.is_hybrid:
+            opts_j = _hybrid_options(instance, jp, allocs)
         else:
             costs = st.costs(jp, [list(a) for a in allocs]) if allocs else np.zeros(0)
             opts_j = sorted(
@@ -195,7 +206,8 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             if not best_effort and cost + c + min_rest[i + 1] >= best_cost[0]:
                 break
             # a parameter-server job's shards exactly as enumerated, or not at all
-            if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()) and st.take(jp, alloc, z):
+            shards = z if job.is_ps else None
+            if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()) and st.take(jp, alloc, shards):
                 cur[jp] = alloc
                 shards_of[jp] = z
                 dfs(i + 1, cost + c, w + job.weight)
@@ -212,12 +224,17 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             return Outcome(None, path=path, message="time limit reached before any complete placement")
         return Outcome(None, infeasible=True, path=path, message="enumeration found no placement of every job")
     out = State(instance)
+    stages = {}
     for jp, alloc in best_sol[0].items():
-        out.take(jp, alloc, best_shards[0].get(jp))
+        if instance.jobs[jp].is_hybrid:
+            stages[instance.jobs[jp].id] = matrix_ids(instance, best_shards[0][jp])  # type: ignore[arg-type]
+            out.take(jp, alloc)
+        else:
+            out.take(jp, alloc, best_shards[0].get(jp))
     proven = not timed_out[0]
     bound = None
     if proven:
-        bound = evaluate(instance, out.assignment(), out.shard_assignment()).objective
+        bound = evaluate(instance, out.assignment(), out.shard_assignment(), stages).objective
     return Outcome(
         out.assignment(),
         optimal=proven,
@@ -225,7 +242,36 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         path=path,
         message=None if proven else "time limit reached: best placement found, not proven",
         shards=out.shard_assignment(),
+        stages=stages,
     )
+
+
+def _hybrid_options(
+    instance: Instance, jp: int, allocs: list[dict[int, int]]
+) -> list[tuple[float, dict[int, int], Any]]:
+    """Every (workers, stage matrix) of a hybrid job with its exact cost, cheapest first.
+    Matrices that differ only in the order of their replicas (columns) have the same iteration
+    time (the same stage boundaries, the same servers per stage): one of each is evaluated."""
+    job = instance.jobs[jp]
+    dp = int(job.dp or 1)
+    items: list[tuple[dict[int, int], PosMatrix]] = []
+    for alloc in allocs:
+        counts = group_counts(job, alloc)
+        if len(items) + count_stages(job, counts) // math.factorial(dp) > MAX_ALLOCATIONS:
+            raise MethodUnavailableError(
+                f"brute_force: job {job.id!r} has more than {MAX_ALLOCATIONS} placements of its groups"
+            )
+        items += [(alloc, m) for m in all_stages(job, counts)]
+    if not items:
+        return []
+    e, _, _, _ = hybrid_phase(instance, [(jp, m) for _, m in items])
+    wf = weight_factor(instance, job)
+    out = []
+    for (alloc, m), ek in zip(items, e):
+        t = float(ek)
+        if math.isfinite(t) and meets_deadline(job, t):
+            out.append((wf * t, alloc, m))
+    return sorted(out, key=lambda o: o[0])
 
 
 def _ps_options(

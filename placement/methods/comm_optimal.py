@@ -7,6 +7,7 @@ from __future__ import annotations
 from placement.errors import MethodUnavailableError
 from placement.evaluation.validate import validate
 from placement.model.records import Instance
+from placement.problem.hybrid import complete_stages
 from placement.problem.shards import complete_shards
 from placement.problem.variants import without_slowdowns
 from placement.solving.options import Options, Outcome
@@ -30,7 +31,12 @@ def comm_optimal(instance: Instance, opts: Options) -> Outcome:
             backend_version=out.backend_version,
             message=out.message,
         )
-    if validate(instance, out.assignment, shards=complete_shards(instance, out.assignment, None)):
+    if validate(
+        instance,
+        out.assignment,
+        shards=complete_shards(instance, out.assignment, None),
+        stages=complete_stages(instance, out.assignment, None),
+    ):
         return Outcome(
             None,
             path=path,

@@ -19,6 +19,8 @@ from placement.model.records import (
     Server,
     Slowdown,
     Solution,
+    StageMatrix,
+    Stages,
     Status,
     Switch,
 )
@@ -37,6 +39,8 @@ __all__ = [
     "Server",
     "Slowdown",
     "Solution",
+    "StageMatrix",
+    "Stages",
     "Status",
     "Switch",
 ]

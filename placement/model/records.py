@@ -32,6 +32,8 @@ __all__ = [
     "JobReport",
     "Solution",
     "Assignment",
+    "StageMatrix",
+    "Stages",
     "Override",
     "OBJECTIVES",
     "ADMISSIONS",
@@ -42,6 +44,13 @@ ADMISSIONS = ("all", "best_effort")
 
 Assignment = Mapping[str, Mapping[str, int]]
 """``{job_id: {server_id: workers}}``; a job absent (or mapped to ``{}``) is unplaced."""
+
+StageMatrix = tuple[tuple[str, ...], ...]
+"""A hybrid job's groups: ``m[s][r]`` = the server of stage ``s`` of replica ``r`` (pp rows of
+dp server ids)."""
+
+Stages = Mapping[str, StageMatrix]
+"""``{job_id: stage matrix}`` of the hybrid jobs placed."""
 
 
 def _frozen_map(m: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -72,6 +81,12 @@ class Slowdown:
 
 
 NO_SLOWDOWN = Slowdown()
+
+
+def freeze_stages(matrix: Any) -> StageMatrix:
+    """A stage matrix as nested tuples (rows of server ids)."""
+    return tuple(tuple(row) for row in matrix)
+
 
 Override = Slowdown | tuple[float, ...]
 """A job's own slowdown estimate for one server: a distribution (independent instances)
@@ -124,12 +139,23 @@ class Job:
     deadline_s: float | None = None
     slowdown: Mapping[str, Override] = field(default_factory=dict)
     architecture: str = "allreduce"
-    """``allreduce`` (a ring) or ``ps`` (parameter servers: ``ps_shards`` shards placed on
-    servers, a push/pull phase after the compute phase; DESIGN.md, "Parameter-server jobs")."""
+    """``allreduce`` (a ring), ``ps`` (parameter servers: ``ps_shards`` shards placed on
+    servers, a push/pull phase after the compute phase; DESIGN.md, "Parameter-server jobs") or
+    ``hybrid`` (tensor, pipeline and data parallel groups: ``tp``, ``pp``, ``dp``)."""
     ps_shards: int | None = None
     ps_cpus: float | None = None
     """CPUs each shard takes on its server (``None``: not counted)."""
     ps_memory_gb: float | None = None
+    tp: int | None = None
+    """Hybrid-parallel jobs (``architecture: "hybrid"``; DESIGN.md, "Hybrid-parallel jobs"):
+    tensor-parallel degree, the workers of one group, which sit on one server."""
+    pp: int | None = None
+    """Pipeline stages."""
+    dp: int | None = None
+    """Data-parallel replicas."""
+    microbatches: int = 1
+    activation_mb: float = 0.0
+    """Activations sent across a stage boundary per microbatch, each way."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "slowdown", _frozen_map(self.slowdown))
@@ -142,6 +168,16 @@ class Job:
     def is_ps(self) -> bool:
         """Whether this is a parameter-server job (its shards are placed too)."""
         return self.architecture == "ps"
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Whether this is a hybrid-parallel job (its groups are mapped to stages too)."""
+        return self.architecture == "hybrid"
+
+    @property
+    def unit(self) -> int:
+        """Workers that go to a server together: ``tp`` for a hybrid job, else 1."""
+        return int(self.tp or 1) if self.is_hybrid else 1
 
     @property
     def shards(self) -> int:
@@ -261,6 +297,8 @@ class Solution:
     stats: Mapping[str, Any]
     shards: Assignment = field(default_factory=dict)
     """``{job: {server: shards}}`` of the parameter-server jobs placed."""
+    stages: Stages = field(default_factory=dict)
+    """``{job: stage matrix}`` of the hybrid jobs placed (pp rows of dp server ids)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -273,6 +311,7 @@ class Solution:
             "shards",
             MappingProxyType({j: MappingProxyType(dict(a)) for j, a in self.shards.items()}),
         )
+        object.__setattr__(self, "stages", _frozen_map({j: freeze_stages(m) for j, m in self.stages.items()}))
         object.__setattr__(self, "jobs", _frozen_map(self.jobs))
         object.__setattr__(self, "stats", _frozen_map(self.stats))
         object.__setattr__(self, "unplaced", tuple(self.unplaced))

@@ -162,27 +162,35 @@ class EvalIndex:
 
     # the expected maximum -------------------------------------------------------
     def expected_max(
-        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
+        self,
+        groups: Sequence[tuple[int, Sequence[int]]],
+        coefs: Sequence[Sequence[float]] | None = None,
+        shifts: Sequence[Sequence[float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each ``(job position, server positions)`` group: ``E[max_n a_n S_n]``,
-        ``max_n a_n`` (ideal) and ``P(max_n a_n S_n > max_n a_n)``.  ``coefs[g][k]``, when
-        given, replaces ``a`` of the k-th server of group g (a parameter-server job's push/pull
-        times, the same draws of ``S``)."""
+        """For each ``(job position, server positions)`` group: ``E[max_n a_n S_n + q_n]``,
+        ``max_n a_n + q_n`` (ideal) and ``P(max_n a_n S_n + q_n > max_n a_n + q_n)``.
+        ``coefs[g][k]``, when given, replaces ``a`` of the k-th server of group g (a
+        parameter-server job's push/pull times, the same draws of ``S``); ``shifts[g][k]`` is
+        its ``q`` (a hybrid job's stage-boundary time; 0 when not given)."""
         if not groups:
             z = np.zeros(0)
             return z, z, z
         if self.scenario_probs is None:
-            return self._expected_max_independent(groups, coefs)
-        return self._expected_max_scenarios(groups, coefs)
+            return self._expected_max_independent(groups, coefs, shifts)
+        return self._expected_max_scenarios(groups, coefs, shifts)
 
     def _coef(self, coefs: Sequence[Sequence[float]] | None, g: int, k: int, jp: int, sp: int) -> float:
         return self.a(jp, sp) if coefs is None else float(coefs[g][k])
 
     def _expected_max_scenarios(
-        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
+        self,
+        groups: Sequence[tuple[int, Sequence[int]]],
+        coefs: Sequence[Sequence[float]] | None = None,
+        shifts: Sequence[Sequence[float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rows: list[np.ndarray] = []
         a_all: list[float] = []
+        q_all: list[float] = []
         starts: list[int] = []
         for g, (jp, sps) in enumerate(groups):
             starts.append(len(rows))
@@ -191,29 +199,35 @@ class EvalIndex:
                 row = self.over_row.get((jp, sp))
                 rows.append(self.table[sp] if row is None else row)
                 a_all.append(a)
+                q_all.append(0.0 if shifts is None else float(shifts[g][k]))
         a_arr = np.asarray(a_all)
-        r = np.asarray(rows) * a_arr[:, None]
+        q_arr = np.asarray(q_all)
+        r = np.asarray(rows) * a_arr[:, None] + q_arr[:, None]
         st = np.asarray(starts)
         m = np.maximum.reduceat(r, st, axis=0)
-        ideal = np.maximum.reduceat(a_arr, st)
+        ideal = np.maximum.reduceat(a_arr + q_arr, st)
         probs = self.scenario_probs
         e = m @ probs
         strag = (m > ideal[:, None] * (1 + TIE_RTOL)) @ probs  # type: ignore[operator]
         return e, ideal, np.clip(strag, 0.0, 1.0)
 
     def _expected_max_independent(
-        self, groups: Sequence[tuple[int, Sequence[int]]], coefs: Sequence[Sequence[float]] | None = None
+        self,
+        groups: Sequence[tuple[int, Sequence[int]]],
+        coefs: Sequence[Sequence[float]] | None = None,
+        shifts: Sequence[Sequence[float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ts, ps, seg_of_pair, pair_len, a_all = [], [], [], [], []
         for g, (jp, sps) in enumerate(groups):
             for k, sp in enumerate(sps):
                 v, p = self.over_dist.get((jp, sp)) or self.dists[sp]
                 a = self._coef(coefs, g, k, jp, sp)
-                ts.append(v * a)
+                q = 0.0 if shifts is None else float(shifts[g][k])
+                ts.append(v * a + q)
                 ps.append(p)
                 seg_of_pair.append(g)
                 pair_len.append(len(v))
-                a_all.append(a)
+                a_all.append(a + q)
         G = len(groups)
         pair_len_a = np.asarray(pair_len)
         t = np.concatenate(ts)

@@ -1,8 +1,9 @@
 """The rules of the model, each written once: every layer above (validator, heuristics,
 exact models, bounds) calls these instead of restating them.
 
-- **communication**: the ring all-reduce time of a job at a bandwidth, and the push/pull time
-  of a parameter-server job's shards on a server;
+- **communication**: the ring all-reduce time of a job at a bandwidth, the push/pull time
+  of a parameter-server job's shards on a server, and a hybrid job's stage-boundary
+  (point-to-point) and per-stage data-parallel all-reduce times;
 - **objective**: a job's coefficient on ``E[T_j]``;
 - **capacity**: how many workers of a job fit in what is left of a server (GPUs, CPU,
   memory), whether a demand is over a capacity, and the integer units of capacity rows;
@@ -29,6 +30,8 @@ __all__ = [
     "comm_ms",
     "ps_comm_ms",
     "ps_floor_ms",
+    "p2p_ms",
+    "stage_sync_ms",
     "fastest_gbps",
     "SHARD_RESOURCES",
     "weight_factor",
@@ -48,8 +51,9 @@ __all__ = [
 # -------------------------------------------------------------- communication
 def comm_ms(job: Job, bandwidth_gbps: float) -> float:
     """Ring all-reduce time ``2 (W-1)/W * 8 G / B`` in ms (0 for one worker, inf when B=0);
-    0 for a parameter-server job, whose push/pull phase is :func:`ps_comm_ms`'s."""
-    if job.workers == 1 or job.is_ps:
+    0 for a parameter-server job, whose push/pull phase is :func:`ps_comm_ms`'s, and for a
+    hybrid job, whose communication is :func:`p2p_ms` and :func:`stage_sync_ms`."""
+    if job.workers == 1 or job.is_ps or job.is_hybrid:
         return 0.0
     if bandwidth_gbps <= 0:
         return math.inf
@@ -70,6 +74,26 @@ def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float,
     if local_workers > 0:
         t += local_workers / intra_gbps
     return per * t
+
+
+def p2p_ms(job: Job, bandwidth_gbps: float) -> float:
+    """A hybrid job's stage-boundary time per microbatch, ``2 * 8 A / B`` ms (activations
+    forward, their gradients back), at the bandwidth between the two groups' servers (the
+    intra bandwidth when they are one); inf when B = 0."""
+    if job.activation_mb <= 0:
+        return 0.0
+    return math.inf if bandwidth_gbps <= 0 else 2.0 * 8.0 * job.activation_mb / bandwidth_gbps
+
+
+def stage_sync_ms(job: Job, bandwidth_gbps: float) -> float:
+    """A hybrid job's data-parallel all-reduce of one stage, ``2 (dp-1)/dp * 8 (G/pp) / B`` ms
+    over the bottleneck bandwidth of that stage's servers (0 when dp = 1; inf when B = 0)."""
+    dp, pp = int(job.dp or 1), int(job.pp or 1)
+    if dp <= 1 or job.gradient_mb <= 0:
+        return 0.0
+    if bandwidth_gbps <= 0:
+        return math.inf
+    return 2.0 * (dp - 1) / dp * 8.0 * (job.gradient_mb / pp) / bandwidth_gbps
 
 
 def ps_floor_ms(job: Job, top_gbps: float, servers: int) -> float:
@@ -109,12 +133,16 @@ SHARD_RESOURCES = (("cpus", "ps_cpus"), ("memory_gb", "ps_memory_gb"))
 
 def worker_room(job: Job, gpus_left: np.ndarray, cpus_left: np.ndarray, memory_left: np.ndarray) -> np.ndarray:
     """How many more workers of ``job`` fit in what is left of each server (arrays over the
-    same servers; ``inf`` CPU or memory where the server states none)."""
+    same servers; ``inf`` CPU or memory where the server states none): a multiple of the
+    job's :attr:`~placement.model.records.Job.unit` (a hybrid job's groups are whole)."""
     r = gpus_left.astype(float)
     for left, per in ((cpus_left, job.cpus_per_worker), (memory_left, job.memory_gb_per_worker)):
         if per:
             r = np.minimum(r, np.floor(left / per + CAPACITY_RTOL))
     out: np.ndarray = np.maximum(r, 0).astype(np.int64)
+    unit = job.unit
+    if unit > 1:
+        out = out // unit * unit
     return out
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
+from placement.problem.hybrid import best_stages, pipeline_slots
 from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
 from placement.problem.shards import place_shards, ps_coefs, shard_room
 from placement.problem.topology import cluster_of
@@ -46,6 +47,7 @@ class State:
         self._by_score: dict[int, np.ndarray] = {}
         self._cost_cache: dict[tuple[int, tuple[int, ...]], float] = {}
         self._ps_cache: dict[tuple[int, tuple[tuple[int, int], ...]], tuple[float, dict[int, int] | None]] = {}
+        self._hybrid_cache: dict[tuple[int, tuple[tuple[int, int], ...]], float] = {}
         self.z: dict[int, dict[int, int]] = {}
         """Parameter-server jobs' shards: job position -> {server position: shards}."""
         self.component = self.cluster.component
@@ -166,16 +168,21 @@ class State:
         """Objective contribution ``w_j E[T_j]`` of ``jp`` on each server set (exact, from
         the evaluator's kernel); inf when the set is unreachable or misses the deadline.  For
         a parameter-server job, the compute phase alone (a lower estimate that needs no
-        counts; :meth:`cost` adds the push/pull phase)."""
+        counts; :meth:`cost` adds the push/pull phase); for a hybrid job, its pipeline slots
+        times the compute (:meth:`cost` adds its communication, which needs the counts)."""
         job = self.instance.jobs[jp]
         keys = [tuple(sorted(s)) for s in sets]
         todo = [k for k in dict.fromkeys(keys) if (jp, k) not in self._cost_cache]
         if todo:
             e, _, _ = self.idx.expected_max([(jp, k) for k in todo])
             wf = weight_factor(self.instance, job)
+            slots = pipeline_slots(job) if job.is_hybrid else 1
             for k, ek in zip(todo, e):
                 ids = [self.instance.servers[sp].id for sp in k]
-                t = float(ek) + comm_ms(job, self.cluster.bandwidth(ids))
+                bw = self.cluster.bandwidth(ids)
+                t = slots * float(ek) + comm_ms(job, bw)
+                if job.is_hybrid and bw <= 0:
+                    t = math.inf  # groups that cannot reach each other
                 if not meets_deadline(job, t) and not job.is_ps:  # a PS job's phase comes on top: cost()
                     t = math.inf
                 # weight factor may be 0 (jct objective with 0 iterations is refused by the loader)
@@ -185,7 +192,9 @@ class State:
     def alloc_costs(self, jp: int, allocs: Sequence[Mapping[int, int]]) -> np.ndarray:
         """:meth:`cost` of each allocation (batched through :meth:`costs` for a job that is
         not a parameter-server job; a parameter-server job's shards decide its cost, or make
-        it inf when they do not fit)."""
+        it inf when they do not fit; a hybrid job's mapping decides it)."""
+        if self.instance.jobs[jp].is_hybrid:
+            return np.array([self.hybrid_cost(jp, a) for a in allocs], dtype=float)
         if not self.instance.jobs[jp].is_ps:
             return self.costs(jp, [list(a) for a in allocs])
         return np.array([self.ps_cost(jp, a)[0] for a in allocs], dtype=float)
@@ -194,9 +203,28 @@ class State:
         """``w_j E[T_j]`` of ``jp`` on ``alloc``; a parameter-server job's with the shards the
         shard rule gives it (:func:`~placement.problem.shards.place_shards`)."""
         job = self.instance.jobs[jp]
+        if job.is_hybrid:
+            return self.hybrid_cost(jp, alloc)
         if not job.is_ps:
             return float(self.costs(jp, [list(alloc)])[0])
         return self.ps_cost(jp, alloc)[0]
+
+    def hybrid_cost(self, jp: int, alloc: Mapping[int, int]) -> float:
+        """A hybrid job's cost on ``alloc`` with the best canonical mapping of its groups
+        (:func:`~placement.problem.hybrid.best_stages` without swaps, which the driver's final
+        mapping only improves); inf past its deadline or when its groups are not whole."""
+        job = self.instance.jobs[jp]
+        key = (jp, tuple(sorted((int(sp), int(k)) for sp, k in alloc.items() if k > 0)))
+        c = self._hybrid_cache.get(key)
+        if c is None:
+            if not key[1] or any(k % job.unit for _, k in key[1]) or sum(k for _, k in key[1]) != job.workers:
+                c = math.inf
+            else:
+                _, t = best_stages(self.instance, jp, dict(key[1]), swaps=False)
+                ok = math.isfinite(t) and meets_deadline(job, t)
+                c = weight_factor(self.instance, job) * t if ok else math.inf
+            self._hybrid_cache[key] = c
+        return c
 
     def ps_cost_with(self, jp: int, alloc: Mapping[int, int], z: Mapping[int, int]) -> float:
         """A parameter-server job's cost on ``alloc`` with the shards ``z`` (inf past its

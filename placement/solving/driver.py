@@ -18,7 +18,8 @@ from placement.evaluation.bounds import lower_bound, reportable_bound
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.feasibility import infeasibility_reason
 from placement.evaluation.validate import validate
-from placement.model.records import Assignment, Instance, Solution, Status
+from placement.model.records import Assignment, Instance, Solution, Stages, Status
+from placement.problem.hybrid import complete_stages
 from placement.problem.rules import moves
 from placement.problem.shards import complete_shards
 from placement.solving.budget import Budget
@@ -131,6 +132,7 @@ def placed(
     *,
     message: str | None = None,
     shards: Assignment | None = None,
+    stages: Stages | None = None,
 ) -> Solution:
     """A placement made elsewhere (read back from manifests, or a running cluster) as a
     :class:`Solution`: validated and evaluated as every method's answer is; ``error`` with the
@@ -146,7 +148,7 @@ def placed(
         raise InvalidInputError(bad)
     t0 = time.monotonic()
     opts = Options(time_limit_s=0.0, seed=0, threads=1, budget=Budget(t0))
-    out = Outcome(dict(assignment), backend="placement", message=message, shards=shards)
+    out = Outcome(dict(assignment), backend="placement", message=message, shards=shards, stages=stages)
     return _finish(instance, method, out, opts, t0, 0)
 
 
@@ -159,8 +161,9 @@ def _checked(
     def report(step: str, best: Assignment | None, bound: float | None) -> None:
         objective = None
         shards = complete_shards(instance, best, None) if best is not None else None
-        if best is not None and not validate(instance, best, shards=shards):
-            objective = evaluate(instance, best, shards).objective
+        stages = complete_stages(instance, best, None) if best is not None else None
+        if best is not None and not validate(instance, best, shards=shards, stages=stages):
+            objective = evaluate(instance, best, shards, stages).objective
             bound, _ = reportable_bound(bound, objective)
         tell(step, objective, bound)
 
@@ -199,11 +202,15 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
     given = {j: a for j, a in (out.shards or {}).items() if any(k > 0 for k in a.values())}
     shards = complete_shards(instance, assignment, given)
     completed = sorted(set(shards) - set(given))
-    violations = validate(instance, assignment, shards=shards)
+    # hybrid jobs the method left without a stage matrix get the best mapping found
+    mapped = {j: m for j, m in (out.stages or {}).items() if m}
+    stages = complete_stages(instance, assignment, mapped)
+    mapped_here = sorted(set(stages) - set(mapped))
+    violations = validate(instance, assignment, shards=shards, stages=stages)
     if violations:
         stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))
         return empty(Status.ERROR)
-    ev = evaluate(instance, assignment, shards)
+    ev = evaluate(instance, assignment, shards, stages)
     stats["placed_weight"] = ev.placed_weight
     bound, note = reportable_bound(out.bound if out.bound is not None else lower_bound(instance), ev.objective)
     if note:
@@ -216,6 +223,15 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
             why = (
                 f"{method} is optimal for the workers; the shards of {len(completed)} parameter-server job(s) "
                 "were placed after it by the shard rule, so the placement is not proven optimal"
+            )
+            stats["message"] = f"{stats['message']}; {why}" if stats.get("message") else why
+    if mapped_here:
+        stats["stages_mapped_by"] = "placement.problem.hybrid.best_stages"
+        if optimal and not (bound is not None and ev.objective <= bound + 1e-9 * max(1.0, abs(bound))):
+            optimal = False
+            why = (
+                f"{method} is optimal for its model of the servers; the stages of {len(mapped_here)} hybrid job(s) "
+                "were mapped after it, so the placement is not proven optimal"
             )
             stats["message"] = f"{stats['message']}; {why}" if stats.get("message") else why
     status = Status.OPTIMAL if optimal else Status.FEASIBLE
@@ -231,4 +247,5 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         jobs=ev.jobs,
         stats=stats,
         shards=shards,
+        stages=stages,
     )

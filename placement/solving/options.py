@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from placement.model.records import Assignment
+from placement.model.records import Assignment, Stages
 from placement.solving.budget import NO_BUDGET, Budget
 
 __all__ = ["Options", "Outcome"]
@@ -68,7 +68,9 @@ class Outcome:
     ``assignment`` ``None`` means no placement was found.  ``optimal`` and ``infeasible``
     are claims of proof; ``bound`` must be a valid lower bound on the true objective.
     ``shards`` places parameter-server jobs' shards; the driver places those a method leaves
-    out (:func:`placement.problem.shards.complete_shards`).
+    out (:func:`placement.problem.shards.complete_shards`).  ``stages`` maps hybrid jobs'
+    groups to (stage, replica); the driver maps those a method leaves out
+    (:func:`placement.problem.hybrid.complete_stages`).
     """
 
     assignment: Assignment | None
@@ -80,3 +82,4 @@ class Outcome:
     backend_version: str | None = None
     message: str | None = None
     shards: Assignment | None = None
+    stages: Stages | None = None

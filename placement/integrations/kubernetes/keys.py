@@ -10,6 +10,7 @@ __all__ = [
     "JOB_ID_ANNOTATION",
     "ASSIGNMENT_ANNOTATION",
     "SHARDS_ANNOTATION",
+    "STAGES_ANNOTATION",
     "ROLE_ANNOTATION",
     "JOB_LABEL",
     "HOSTNAME_LABEL",
@@ -69,6 +70,9 @@ ASSIGNMENT_ANNOTATION = "placement.io/assignment"
 SHARDS_ANNOTATION = "placement.io/shards"
 """Kueue exports carry a parameter-server job's ``{node: shards}`` here (a batch/v1 Job has one
 pod set: the shards' pods are the user's JobSet or operator's to add)."""
+STAGES_ANNOTATION = "placement.io/stages"
+"""Kueue exports carry a hybrid job's stage matrix here (pp rows of dp nodes: advice, as the
+assignment; Volcano and PodGroup exports pin it through their ranks)."""
 ROLE_ANNOTATION = "placement.io/role"
 """``ps`` on the pods of a parameter-server job's shards (Volcano tasks, PodGroup pods)."""
 JOB_LABEL = "placement.io/job"

@@ -16,6 +16,7 @@ from placement.integrations.kubernetes.keys import (
     JOB_ID_ANNOTATION,
     ROLE_ANNOTATION,
     SHARDS_ANNOTATION,
+    STAGES_ANNOTATION,
 )
 
 __all__ = ["read_yaml"]
@@ -64,6 +65,18 @@ def _pod_gpus(spec: Any) -> int | None:
             return None
         total += int(text)
     return total or None
+
+
+def _env_int(spec: Any, name: str) -> int | None:
+    """The integer value of environment variable ``name`` in a pod spec's first container that
+    sets it (``None`` if none does)."""
+    containers = spec.get("containers") if isinstance(spec, Mapping) else None
+    for c in containers if isinstance(containers, list) else []:
+        env = c.get("env") if isinstance(c, Mapping) else None
+        for e in env if isinstance(env, list) else []:
+            if isinstance(e, Mapping) and e.get("name") == name and str(e.get("value", "")).isdigit():
+                return int(str(e["value"]))
+    return None
 
 
 def _is_shard(obj: Any) -> bool:
@@ -116,6 +129,9 @@ def read_yaml(path: Path, found: Found) -> None:
                     )
                     continue
                 found.add(jid, node, replicas * gpus, path.name)
+                offset = _env_int(pod, "RANK_OFFSET")
+                if offset is not None:  # rank = RANK_OFFSET + VC_TASK_INDEX (or + local rank)
+                    found.rank(jid, offset, node, replicas * gpus)
         elif api == "v1" and kind == "Pod" and jid is not None and _is_shard(doc):
             node = _pinned_node(spec)
             if node is None:
@@ -128,6 +144,10 @@ def read_yaml(path: Path, found: Found) -> None:
                 problems.append(f"{where}: the pod is not pinned to a node or holds no {GPU_RESOURCE}")
                 continue
             found.add(jid, node, gpus, path.name)
+            first = _env_int(spec, "RANK")
+            first = _env_int(spec, "RANK_OFFSET") if first is None else first
+            if first is not None:
+                found.rank(jid, first, node, gpus)
         elif api == "batch/v1" and kind == "Job" and jid is not None:
             meta = doc.get("metadata")
             annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
@@ -154,3 +174,19 @@ def read_yaml(path: Path, found: Found) -> None:
             for node, k in shards.items() if isinstance(shards, dict) else ():
                 if isinstance(k, int) and k > 0:
                     found.add(jid, str(node), k, path.name, shard=True)
+            text = annotations.get(STAGES_ANNOTATION) if isinstance(annotations, Mapping) else None
+            if text is not None:
+                try:
+                    matrix = json.loads(text) if isinstance(text, str) else None
+                except json.JSONDecodeError:
+                    matrix = None
+                if not (
+                    isinstance(matrix, list)
+                    and matrix
+                    and all(isinstance(row, list) and all(isinstance(s, str) for s in row) for row in matrix)
+                ):
+                    problems.append(
+                        f"{where}: metadata.annotations[{STAGES_ANNOTATION!r}] must be a JSON list of rows of nodes"
+                    )
+                    continue
+                found.stages[jid] = matrix

@@ -7,7 +7,9 @@ target lets a placement pin pods (Volcano, PodGroup), each pod carries a require
 affinity on the node's name (``matchFields: metadata.name``, which no node label can diverge
 from).  Kueue assigns nodes itself: its export is advice, the level each job needs and the
 nodes this placement chose, in annotations.  Ranks follow
-:func:`placement.integrations.ranks.rank_order`.
+:func:`placement.integrations.ranks.job_ranks`: a hybrid job's in Megatron's order over its
+stage matrix (``RANK = t + tp (r + dp s)`` runs on ``stages[s][r]``; with ``pod_per="server"``
+one pod per tensor-parallel group, ``NODE_RANK`` its group index, ``NPROC_PER_NODE = tp``).
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ from placement.integrations.kubernetes.keys import (
     REQUIRED_TOPOLOGY,
     ROLE_ANNOTATION,
     SHARDS_ANNOTATION,
+    STAGES_ANNOTATION,
     TIER_LABEL,
     UNCONSTRAINED_TOPOLOGY,
 )
 from placement.integrations.names import dns_label, file_stem
 from placement.integrations.options import ExportOptions
-from placement.integrations.ranks import rank_order, server_order
+from placement.integrations.ranks import job_ranks, segments, server_order
 from placement.integrations.tiers import Tiers, tiers_of
 from placement.model import Instance, Job, Solution
 
@@ -174,11 +177,17 @@ def _headless_service(stem: str, options: ExportOptions, job: Job) -> dict[str, 
     }
 
 
-def _pods(servers: Mapping[str, int], order: Sequence[str], pod_per: str) -> list[tuple[str, int, int]]:
-    """``(node, pods, GPUs per pod)`` per server in ring order."""
-    if pod_per == "server":
-        return [(node, 1, servers[node]) for node in order]
-    return [(node, servers[node], 1) for node in order]
+def _pods(ranks: Sequence[str], pod_per: str, unit: int) -> list[tuple[str, int, int]]:
+    """``(node, pods, GPUs per pod)`` per run of consecutive ranks on one node (a server, in
+    ring order; a hybrid job's runs in Megatron's order): one pod per worker, or with
+    ``pod_per="server"`` one pod per run (per tensor-parallel group for a hybrid job, so
+    that ``torchrun``'s ``NODE_RANK x NPROC_PER_NODE + local rank`` is Megatron's rank)."""
+    runs = segments(ranks)
+    if pod_per != "server":
+        return [(node, k, 1) for node, k in runs]
+    if unit > 1:
+        return [(node, 1, unit) for node, k in runs for _ in range(k // unit)]
+    return [(node, 1, k) for node, k in runs]
 
 
 def _placed(solution: Solution, instance: Instance) -> list[tuple[Job, dict[str, int]]]:
@@ -225,7 +234,7 @@ def volcano_files(instance: Instance, solution: Solution, options: ExportOptions
     for job, servers in _placed(solution, instance):
         stem = file_stem(job.id)
         order = server_order(instance, servers)
-        pods = _pods(servers, order, options.pod_per)
+        pods = _pods(job_ranks(instance, solution, job), options.pod_per, job.unit)
         tasks, offset = [], 0
         common = {"WORLD_SIZE": job.workers, "MASTER_ADDR": f"{stem}-t0-0.{stem}", "MASTER_PORT": options.master_port}
         for k, (node, replicas, gpus) in enumerate(pods):
@@ -302,13 +311,13 @@ def podgroup_files(instance: Instance, solution: Solution, options: ExportOption
     the pod-group label, pinned to its node, with ``WORLD_SIZE``, ``MASTER_ADDR`` (the first
     pod) and ``MASTER_PORT``."""
     files: dict[str, str] = {}
-    for job, servers in _placed(solution, instance):
+    for job, _ in _placed(solution, instance):
         stem = file_stem(job.id)
-        order = server_order(instance, servers)
-        if options.pod_per == "server":
-            pods = [(node, servers[node]) for node in order]
-        else:
-            pods = [(node, 1) for node in rank_order(instance, servers)]
+        pods = [
+            (node, gpus)
+            for node, n, gpus in _pods(job_ranks(instance, solution, job), options.pod_per, job.unit)
+            for _ in range(n)
+        ]
         shard_pods = [node for node, count in _shards_of(instance, solution, job) for _ in range(count)]
         group = {
             "apiVersion": "scheduling.x-k8s.io/v1alpha1",
@@ -467,6 +476,11 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
                 labels={"kueue.x-k8s.io/queue-name": options.queue},
                 annotations={
                     ASSIGNMENT_ANNOTATION: json.dumps({s: servers[s] for s in order}),
+                    **(
+                        {STAGES_ANNOTATION: json.dumps([list(row) for row in solution.stages[job.id]])}
+                        if job.id in solution.stages
+                        else {}
+                    ),
                     **(
                         {SHARDS_ANNOTATION: json.dumps(dict(_shards_of(instance, solution, job)))}
                         if job.id in solution.shards

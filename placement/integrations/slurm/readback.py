@@ -41,5 +41,6 @@ def read_hosts(path: Path, found: Found) -> None:
     hosts = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
     if not hosts:
         found.problems.append(f"{path.name}: no host")
-    for h in hosts:
+    for r, h in enumerate(hosts):
         found.add(jid, h, 1, path.name)
+        found.rank(jid, r, h, 1)

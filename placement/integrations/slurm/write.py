@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from placement.errors import InvalidInputError
 from placement.integrations.names import file_stem
 from placement.integrations.options import ExportOptions
-from placement.integrations.ranks import rank_order, server_order
+from placement.integrations.ranks import job_ranks, rank_order, server_order
 from placement.integrations.slurm.hostlist import compress_hostlist
 from placement.integrations.slurm.keys import JOB_ID_LINE
 from placement.integrations.tiers import tiers_of
@@ -175,7 +175,7 @@ def sbatch_files(
         a = placed[j]
         job = instance.job_by_id.get(j)
         stem = file_stem(j)
-        hosts = rank_order(instance, a)
+        hosts = job_ranks(instance, solution, job) if job is not None else rank_order(instance, a)
         servers = server_order(instance, a)
         counts = {a[s] for s in servers}
         lines = [
@@ -212,7 +212,12 @@ def sbatch_files(
         lines += [f"#SBATCH {o}" for o in opts]
         lines += [
             "",
-            "# rank r runs on line r of the hostfile",
+            "# rank r runs on line r of the hostfile"
+            + (
+                f" (Megatron's order: rank t + {job.unit} (r + {job.dp} s) is group (stage s, replica r))"
+                if job is not None and job.is_hybrid
+                else ""
+            ),
             f'export SLURM_HOSTFILE="${{SLURM_SUBMIT_DIR:-.}}/{stem}.hosts"',
             f"srun --distribution=arbitrary {command}",
             "",
