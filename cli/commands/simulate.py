@@ -131,6 +131,15 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option("--ps-shards", type=click.IntRange(min=1), default=2, show_default=True, help="Their shards.")
 @click.option("--ps-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs are picked.")
 @click.option(
+    "--hybrid-fraction",
+    type=FiniteRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Make this share of the multi-GPU jobs hybrid-parallel, tp x pp x dp shapes drawn per job "
+    "(a CSV trace may also give tp, pp, dp, microbatches, activation_mb per row).",
+)
+@click.option("--hybrid-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs and shapes.")
+@click.option(
     "--replan-every-s",
     type=FiniteRange(min=0, min_open=True),
     default=None,
@@ -190,6 +199,8 @@ def simulate(
     ps_fraction: float,
     ps_shards: int,
     ps_seed: int,
+    hybrid_fraction: float,
+    hybrid_seed: int,
     replan_every_s: float | None,
     max_moves: int | None,
     restart_s: float,
@@ -238,6 +249,8 @@ def simulate(
     }
     if ps_fraction > 0:
         trace_options.update(ps_fraction=ps_fraction, ps_shards=ps_shards, ps_seed=ps_seed)
+    if hybrid_fraction > 0:
+        trace_options.update(hybrid_fraction=hybrid_fraction, hybrid_seed=hybrid_seed)
     common = {
         "episode_median_s": episode_median_s,
         "queue": queue,

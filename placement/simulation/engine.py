@@ -8,7 +8,9 @@ refreshes, re-planning rounds, scheduler rounds): a job whose iteration time is 
 does ``1000 dt / T`` iterations in ``dt`` seconds, and its completion time is recomputed
 whenever ``T`` changes.  ``T_j(t) = max_{n in U_j} a_jn S_n(t) + C_j`` with ``a_jn`` the
 job's compute time on the server's GPU type and ``C_j`` its ring all-reduce time at the
-bottleneck bandwidth of its servers (:func:`placement.problem.rules.comm_ms`).
+bottleneck bandwidth of its servers (:func:`placement.problem.rules.comm_ms`); a hybrid job's
+``T_j(t) = (m + pp - 1) max_n (a_jn S_n(t) + q_n) + max_s D_s`` over the stage matrix its
+decision gave (:func:`placement.problem.hybrid.stage_terms`).
 
 Decisions take no simulated time; their wall time is measured and reported.  Every
 placement goes through :func:`placement.solving.driver.solve`, which validates it; the
@@ -41,6 +43,7 @@ from placement.errors import InvalidInputError
 from placement.estimate.logs import estimate_from_ratios
 from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
+from placement.problem.hybrid import pipeline_slots, stage_terms
 from placement.problem.reuse import share_derived
 from placement.problem.rules import comm_ms, ps_comm_ms
 from placement.problem.topology import cluster_of
@@ -99,6 +102,14 @@ class _Running:
     ps_sps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ps_c: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """Its shard servers and their push/pull times at S = 1 (``rules.ps_comm_ms``)."""
+    stages: tuple[tuple[int, ...], ...] = ()
+    """A hybrid job's stage matrix (server positions)."""
+    q: np.ndarray | float = 0.0
+    """A hybrid job's stage-boundary time per microbatch on each of ``sps`` (0 otherwise)."""
+    slots: int = 1
+    """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
+    sync: float = 0.0
+    """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
 
     def servers(self) -> set[int]:
         """Every server the job's draws come from: its workers' and its shards'."""
@@ -253,7 +264,7 @@ class _Simulation:
 
     # ----------------------------------------------------------- running
     def _iteration_ms(self, r: _Running) -> float:
-        t = float((r.a * self.S[r.sps]).max()) + r.comm
+        t = r.slots * float((r.a * self.S[r.sps] + r.q).max()) + r.sync + r.comm
         if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
             t += float((r.ps_c * self.S[r.ps_sps]).max())
         return t
@@ -310,8 +321,29 @@ class _Simulation:
             gpu_speed=tj.gpu_speed,
             architecture=tj.architecture,
             ps_shards=tj.ps_shards,
+            tp=tj.tp,
+            pp=tj.pp,
+            dp=tj.dp,
+            microbatches=tj.microbatches,
+            activation_mb=tj.activation_mb,
             **extra,
         )
+
+    def _set_stages(self, r: _Running, stages: Sequence[Sequence[int]] | None) -> None:
+        """A hybrid job's terms on its stage matrix (the snapshot model's formula), and its
+        ideal time; nothing for other jobs."""
+        if r.tj.architecture != "hybrid":
+            r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
+            return
+        if not stages:
+            raise SimulationError(f"job {r.tj.id!r} is a hybrid job placed without its stage matrix")
+        job = self._job(r.tj)
+        terms = stage_terms(self.cluster, job, [list(row) for row in stages])
+        q = dict(zip(terms.servers, terms.q))
+        r.stages = tuple(tuple(int(sp) for sp in row) for row in stages)
+        r.q = np.array([q[int(sp)] for sp in r.sps])
+        r.slots, r.sync = pipeline_slots(job), terms.sync_ms
+        r.ideal_ms = r.slots * float((r.a + r.q).max()) + r.sync
 
     def _shards_on(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
         """A parameter-server job's shard servers and push/pull times at S = 1, the bandwidth
@@ -327,14 +359,20 @@ class _Simulation:
         ]
         return ps_sps, np.array(c)
 
-    def _start(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int] | None = None) -> None:
+    def _start(
+        self,
+        tj: TraceJob,
+        alloc: dict[int, int],
+        shards: dict[int, int] | None = None,
+        stages: Sequence[Sequence[int]] | None = None,
+    ) -> None:
         sps, a, comm = self._placed_on(tj, alloc)
         if tj.architecture == "ps" and not shards:
             raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
         ps_sps, ps_c = self._shards_on(tj, alloc, shards or {})
-        ideal = float(a.max()) + comm + (float(ps_c.max()) if len(ps_c) else 0.0)
-        r = _Running(tj, dict(alloc), sps, a, comm, ideal, start=self.now, t_last=self.now)
+        r = _Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now)
         r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
+        self._set_stages(r, stages)
         r.T = self._iteration_ms(r)
         for sp, k in alloc.items():
             self.free[sp] -= k
@@ -376,6 +414,8 @@ class _Simulation:
                 "moves": r.moves,
                 "placement": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
                 "shards": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
+                # a hybrid job's stage matrix: stages separated by "|", replicas by ","
+                "stages": "|".join(",".join(self.server_ids[sp] for sp in row) for row in r.stages),
             }
         )
 
@@ -485,7 +525,8 @@ class _Simulation:
         for j in offer:
             if j.id in placed:
                 shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
-                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards)
+                stages = [[pos[s] for s in row] for row in sol.stages.get(j.id, ())]
+                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
         self.queue = [j for j in self.queue if j.id not in placed]
 
     def _replan(self) -> None:
@@ -516,6 +557,9 @@ class _Simulation:
         def shards_of(jid: str) -> dict[int, int]:
             return {pos[s]: int(k) for s, k in sol.shards.get(jid, {}).items()}
 
+        def stages_of(jid: str) -> tuple[tuple[int, ...], ...]:
+            return tuple(tuple(pos[s] for s in row) for row in sol.stages.get(jid, ()))
+
         moved = [
             r
             for r in runs
@@ -523,7 +567,7 @@ class _Simulation:
             and (
                 {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
                 or shards_of(r.tj.id) != r.shards
-            )
+            )  # a hybrid job whose servers stay keeps its mapping: a new one would restart it
         ]
         for r in moved:
             self._advance(r)
@@ -542,7 +586,7 @@ class _Simulation:
                 self.on_server[sp].add(r.tj.id)
             r.sps, r.a, r.comm = self._placed_on(r.tj, alloc)
             r.ps_sps, r.ps_c = self._shards_on(r.tj, alloc, r.shards)
-            r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
+            self._set_stages(r, stages_of(r.tj.id))
             r.T = self._iteration_ms(r)
             r.paused_until = self.now + self.cfg.restart_s
             self.migrations += 1
@@ -556,14 +600,23 @@ class _Simulation:
     def _log_iterations(self) -> None:
         """One logged iteration of every running multi-worker job: each worker's time under
         the current slowdowns, with a little measurement noise, and its ratio to the job's
-        median worker (what the estimator bins)."""
+        median worker (what the estimator bins).  A hybrid job logs each group's compute
+        time of one microbatch (``worker`` = its group index ``r + dp s``; the stage-boundary
+        times are the network's, not the server's)."""
         rows: dict[str, list[Any]] = {k: [] for k in _LOG_KEYS}
         for r in self.running.values():
-            if r.tj.workers < 2:
+            if r.stages:
+                dp = len(r.stages[0])
+                sps = np.array([r.stages[g // dp][g % dp] for g in range(len(r.stages) * dp)], dtype=np.int64)
+                a_of = dict(zip(r.sps.tolist(), r.a.tolist()))
+                a = np.array([a_of[int(sp)] for sp in sps])
+            else:
+                counts = np.array([r.alloc[int(sp)] for sp in r.sps])
+                sps = np.repeat(r.sps, counts)
+                a = np.repeat(r.a, counts)
+            if len(sps) < 2:
                 continue
-            counts = np.array([r.alloc[int(sp)] for sp in r.sps])
-            sps = np.repeat(r.sps, counts)
-            d = np.repeat(r.a, counts) * self.S[sps] * np.exp(LOG_NOISE * self.rng.standard_normal(len(sps)))
+            d = a * self.S[sps] * np.exp(LOG_NOISE * self.rng.standard_normal(len(sps)))
             rows["job"] += [self.job_code[r.tj.id]] * len(sps)
             rows["worker"] += list(range(len(sps)))
             rows["server"] += sps.tolist()

@@ -51,6 +51,7 @@ JOB_FIELDS = (
     "moves",
     "placement",
     "shards",
+    "stages",
 )
 TIMELINE_POINTS = 2000
 """Most rows of a configuration's timeline file (evenly thinned)."""
@@ -135,7 +136,10 @@ def load_inputs(run: SimRun) -> tuple[Any, Any]:
 
     cluster = resolve_instance(run.cluster)
     total = int(sum(s.free_gpus for s in cluster.servers))
-    workload = read_trace(run.trace, max_workers=total, **run.trace_options)
+    options = dict(run.trace_options)
+    if options.get("hybrid_fraction"):
+        options["most_gpus"] = max(s.gpus for s in cluster.servers)  # a tensor group within a server
+    workload = read_trace(run.trace, max_workers=total, **options)
     return cluster, workload
 
 

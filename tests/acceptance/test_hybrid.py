@@ -450,3 +450,69 @@ def test_explanations_split_a_hybrid_jobs_ideal_time_and_its_tail():
     # an optimal placement: no group move or swap the evaluator finds lowers the objective
     for alt in e["alternatives"].values():
         assert alt is None or alt["delta_objective"] >= -1e-9
+
+
+@pytest.mark.parametrize("dynamics", ["none", "static"])
+def test_the_simulator_runs_hybrid_jobs_with_the_snapshot_formula(dynamics):
+    """Each hybrid job runs at the snapshot model's iteration time on the stage matrix it was
+    started on: with no slowdowns its ideal time; with static draws, the per-group formula at
+    the drawn slowdowns (the evaluator of an instance whose servers hold those values)."""
+    from placement.simulation import simulate
+    from placement.simulation.dynamics import hidden_truth
+    from placement.simulation.workload import TraceJob, apply_options
+
+    cluster = generate(racks=2, servers_per_rack=2, gpus_per_server=4, jobs=1, seed=3, hot_fraction=0.5)
+    jobs = [TraceJob(f"t{k}", 10.0 * k, w, 500, 80.0 + 10 * k, 300.0) for k, w in enumerate([8, 4, 2, 8, 1, 4])]
+    w = apply_options(jobs, hybrid_fraction=1.0, hybrid_seed=2, most_gpus=4)
+    hybrid = {j.id for j in w.jobs if j.architecture == "hybrid"}
+    assert hybrid and any(j.pp * j.dp > 1 for j in w.jobs if j.architecture == "hybrid")
+    r = simulate(cluster, w, method="greedy", dynamics=dynamics, seed=4)
+    assert r.summary["jobs_finished"] == len(jobs)
+    S = {s.id: 1.0 for s in cluster.servers}
+    if dynamics == "static":
+        drawn = hidden_truth(cluster, "static", seed=4).start()  # drawn once, kept
+        S = {s.id: float(v) for s, v in zip(cluster.servers, drawn)}
+        assert len(set(S.values())) > 1
+    fixed = cluster.replace(
+        servers=tuple(s.__class__(**{**s.__dict__, "slowdown": Slowdown((S[s.id],), (1.0,))}) for s in cluster.servers)
+    )
+    by_id = {j.id: j for j in w.jobs}
+    for row in r.jobs:
+        tj = by_id[row["job"]]
+        x = {s: int(k) for s, k in (p.split(":") for p in row["placement"].split())}
+        stages = tuple(tuple(row_.split(",")) for row_ in row["stages"].split("|")) if row["stages"] else None
+        assert bool(stages) == (tj.id in hybrid)
+        fields = {k: getattr(tj, k) for k in ("tp", "pp", "dp", "microbatches", "activation_mb")}
+        job = Job(tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, architecture=tj.architecture, **fields)
+        one = fixed.replace(jobs=(job,))
+        t = placement.evaluate(one, {tj.id: x}, stages={tj.id: stages} if stages else None).jobs[tj.id]
+        assert row["run_s"] == pytest.approx(tj.iterations * t.expected_iteration_ms / 1000.0, rel=1e-9)
+    if dynamics == "static":  # the draws reached the hybrid jobs, not only the others
+        assert any(row["slowdown"] > 1 + 1e-9 for row in r.jobs if row["job"] in hybrid)
+
+
+def test_a_csv_trace_may_give_hybrid_shapes_row_by_row(tmp_path):
+    from placement.simulation.workload import TraceError, read_trace
+
+    p = tmp_path / "t.csv"
+    p.write_text(
+        "id,submit_s,workers,iterations,compute_ms,gradient_mb,architecture,tp,pp,dp,microbatches,activation_mb\n"
+        "a,0,8,100,5,2000,hybrid,2,2,2,8,16\n"
+        "b,1,4,100,50,300,,,,,,\n"
+    )
+    w = read_trace(p)
+    a, b = w.jobs
+    assert (a.architecture, a.tp, a.pp, a.dp, a.microbatches, a.activation_mb) == ("hybrid", 2, 2, 2, 8, 16.0)
+    assert b.architecture == "allreduce" and b.tp is None
+    p.write_text(
+        "id,submit_s,workers,iterations,compute_ms,gradient_mb,architecture,tp,pp,dp,microbatches,activation_mb\n"
+        "a,0,8,100,5,2000,hybrid,2,2,3,8,16\n"
+        "b,1,4,100,50,300,,2,,,,\n"
+        "c,2,4,100,50,300,hybrid,,2,2,,\n"
+    )
+    with pytest.raises(TraceError) as e:
+        read_trace(p)
+    text = "\n".join(e.value.problems)
+    assert "row 2, workers: must equal tp * pp * dp = 12, got 8" in text
+    assert "row 3, tp: is only for hybrid-parallel jobs" in text
+    assert "row 4, tp: is required for a hybrid-parallel job" in text

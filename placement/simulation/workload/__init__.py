@@ -82,6 +82,9 @@ def read_trace(
     ps_fraction: float = 0.0,
     ps_shards: int = 2,
     ps_seed: int = 0,
+    hybrid_fraction: float = 0.0,
+    hybrid_seed: int = 0,
+    most_gpus: int = 8,
 ) -> Workload:
     """Read a trace (``format``: ``auto``, ``elasticflow``, ``philly`` or ``plain``; ``path``
     a file or a bundled name, :func:`resolve_trace`) and apply the options (see
@@ -118,4 +121,7 @@ def read_trace(
         ps_fraction=ps_fraction,
         ps_shards=ps_shards,
         ps_seed=ps_seed,
+        hybrid_fraction=hybrid_fraction,
+        hybrid_seed=hybrid_seed,
+        most_gpus=most_gpus,
     )

@@ -258,8 +258,21 @@ def plain_rows(table: Table) -> list[TraceJob]:
         deadline = r.number("deadline_s", positive=True, required=False)
         weight = r.number("weight", required=False)
         arch = r.text("architecture") or "allreduce"
-        if arch not in ("allreduce", "ps"):
-            r.bad("architecture", f"must be allreduce or ps, got {arch!r}")
+        if arch not in ("allreduce", "ps", "hybrid"):
+            r.bad("architecture", f"must be allreduce, ps or hybrid, got {arch!r}")
+        degrees = {k: r.count(k, required=False) for k in ("tp", "pp", "dp", "microbatches")}
+        activation = r.number("activation_mb", required=False)
+        if arch == "hybrid":
+            for k in ("tp", "pp", "dp"):
+                if degrees[k] is None and r.ok:
+                    r.bad(k, "is required for a hybrid-parallel job (architecture hybrid)")
+            tp, pp, dp = degrees["tp"], degrees["pp"], degrees["dp"]
+            if tp and pp and dp and workers and tp * pp * dp != workers:
+                r.bad("workers", f"must equal tp * pp * dp = {tp * pp * dp}, got {workers}")
+        else:
+            for k in ("tp", "pp", "dp", "microbatches", "activation_mb"):
+                if r.text(k):
+                    r.bad(k, "is only for hybrid-parallel jobs (architecture hybrid)")
         shards = r.count("ps_shards", required=False)
         if arch == "ps" and shards is None and r.ok:
             r.bad("ps_shards", "is required for a parameter-server job (architecture ps)")
@@ -286,6 +299,11 @@ def plain_rows(table: Table) -> list[TraceJob]:
                 deadline_s=deadline,
                 architecture=arch,
                 ps_shards=shards if arch == "ps" else None,
+                tp=degrees["tp"] if arch == "hybrid" else None,
+                pp=degrees["pp"] if arch == "hybrid" else None,
+                dp=degrees["dp"] if arch == "hybrid" else None,
+                microbatches=(degrees["microbatches"] or 1) if arch == "hybrid" else 1,
+                activation_mb=(activation or 0.0) if arch == "hybrid" else 0.0,
             )
         )
         lines.append(line)

@@ -47,8 +47,14 @@ class TraceJob:
     """Completion time allowed after submission, seconds."""
     gpu_speed: Mapping[str, float] | None = None
     architecture: str = "allreduce"
-    """``allreduce`` or ``ps`` (a parameter-server job with ``ps_shards`` shards)."""
+    """``allreduce``, ``ps`` (a parameter-server job with ``ps_shards`` shards) or ``hybrid``
+    (``tp`` x ``pp`` x ``dp`` groups; ``compute_ms`` one stage's share of one microbatch)."""
     ps_shards: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    microbatches: int = 1
+    activation_mb: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -71,8 +71,20 @@ def apply_to(
     ps_fraction: float = 0.0,
     ps_shards: int = 2,
     ps_seed: int = 0,
+    hybrid_fraction: float = 0.0,
+    hybrid_seed: int = 0,
+    most_gpus: int = 8,
 ) -> Workload:
     validate_options(caller, window_start_s, window_s, max_jobs, load, resample_seed, max_workers)
+    _check(
+        caller,
+        "hybrid_fraction",
+        hybrid_fraction,
+        _is_number(hybrid_fraction) and 0 <= hybrid_fraction <= 1,
+        "a number in [0, 1]",
+    )
+    _check(caller, "hybrid_seed", hybrid_seed, _is_int(hybrid_seed) and hybrid_seed >= 0, "an int >= 0")
+    _check(caller, "most_gpus", most_gpus, _is_int(most_gpus) and most_gpus >= 1, "an int >= 1")
     _check(caller, "ps_fraction", ps_fraction, _is_number(ps_fraction) and 0 <= ps_fraction <= 1, "a number in [0, 1]")
     _check(caller, "ps_shards", ps_shards, _is_int(ps_shards) and ps_shards >= 1, "an int >= 1")
     _check(caller, "ps_seed", ps_seed, _is_int(ps_seed) and ps_seed >= 0, "an int >= 0")
@@ -111,7 +123,30 @@ def apply_to(
             for j, p in zip(out, pick)
         ]
         notes.append(f"{_g(100 * ps_fraction)}% parameter-server jobs of {ps_shards} shards (seed {ps_seed})")
+    if hybrid_fraction > 0:
+        out = _as_hybrid(out, hybrid_fraction, hybrid_seed, most_gpus)
+        notes.append(f"{_g(100 * hybrid_fraction)}% of multi-GPU jobs hybrid-parallel (seed {hybrid_seed})")
     return Workload(jobs=tuple(out), source="; ".join(notes), dropped=dropped)
+
+
+def _as_hybrid(jobs: list[TraceJob], fraction: float, seed: int, most_gpus: int) -> list[TraceJob]:
+    """A ``fraction`` share of the all-reduce jobs of two or more workers made hybrid-parallel
+    with the generator's realistic shapes (:func:`placement.instances.generate.hybrid_shape`:
+    tp within a server of ``most_gpus`` GPUs, a pipeline where the groups allow one, the
+    model's activations and gradients); ``compute_ms`` becomes one stage's share of one
+    microbatch, the job's iterations stay.  Drawn with ``numpy.random.default_rng(seed)``."""
+    from placement.instances.generate import hybrid_shape
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for j in jobs:
+        shape = hybrid_shape(rng, j.workers, most_gpus) if rng.random() < fraction else None
+        if shape is None or j.architecture != "allreduce":
+            out.append(j)
+            continue
+        per = max(0.001, round(j.compute_ms / (shape["pp"] * shape["microbatches"]), 3))
+        out.append(replace(j, compute_ms=per, **shape))
+    return out
 
 
 def _resample(jobs: list[TraceJob], seed: int) -> list[TraceJob]:
@@ -139,6 +174,9 @@ def apply_options(
     ps_fraction: float = 0.0,
     ps_shards: int = 2,
     ps_seed: int = 0,
+    hybrid_fraction: float = 0.0,
+    hybrid_seed: int = 0,
+    most_gpus: int = 8,
 ) -> Workload:
     """Jobs sorted by ``(submit_s, id)``, then, in this order: kept in the window
     ``[window_start_s, window_start_s + window_s)`` and shifted to start at 0; the first
@@ -147,7 +185,9 @@ def apply_options(
     resample_seed)``, first submission and order kept; jobs wider than ``max_workers``
     refused (:class:`TraceError`) or, with ``drop_wider``, dropped and counted; a
     ``ps_fraction`` share of the jobs (drawn with ``numpy.random.default_rng(ps_seed)``) made
-    parameter-server jobs of ``ps_shards`` shards.
+    parameter-server jobs of ``ps_shards`` shards; a ``hybrid_fraction`` share of the
+    multi-GPU all-reduce jobs (``numpy.random.default_rng(hybrid_seed)``) made hybrid-parallel
+    on servers of at most ``most_gpus`` GPUs.
 
     ``source`` starts :attr:`Workload.source`; the options applied are appended.
     Raises ``ValueError`` on a bad option value."""
@@ -166,4 +206,7 @@ def apply_options(
         ps_fraction=ps_fraction,
         ps_shards=ps_shards,
         ps_seed=ps_seed,
+        hybrid_fraction=hybrid_fraction,
+        hybrid_seed=hybrid_seed,
+        most_gpus=most_gpus,
     )
