@@ -6,6 +6,7 @@
     python -m placement.bench replan               # re-planning on 2,048 GPUs, 5% of servers changed
     python -m placement.bench reductions library/medium/calm pod256   # MILP with/without pruning, classes
     python -m placement.bench simulate             # the simulator on ElasticFlow cluster04: speed and scaling
+    python -m placement.bench mapping llm512       # hybrid jobs: what the mapping of groups to stages buys
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -279,6 +280,47 @@ def bench_simulate(full: bool = True, auto_jobs: int = 1000) -> None:
     print(f"auto: {per_job:.3f} s of wall time per job: about {600 / per_job:,.0f} jobs of this trace in 10 minutes")
 
 
+def bench_mapping(instance: str, time_limit: float, seed: int = 0) -> None:
+    """For each method's placement of ``instance``, its hybrid jobs' E[T] on the same servers
+    in Megatron's default rank order (what a scheduler that knows nothing of stages runs) and
+    in the best mapping found (:func:`placement.problem.hybrid.best_stages`), side by side; the
+    objective both ways.  Every figure from the evaluator."""
+    from placement.integrations.ranks import server_order
+    from placement.problem.hybrid import best_stages, matrix_ids, rank_order_stages
+
+    inst = resolve_instance(instance)
+    hybrid = [j for j in inst.jobs if j.is_hybrid]
+    print(f"{instance}: {len(hybrid)} of {len(inst.jobs)} jobs hybrid-parallel; E[T] in ms, objective = sum w E[T]")
+    print(f"{'method':13s} {'objective (rank order)':>22s} {'objective (best mapping)':>24s} {'saved':>7s}  worst job")
+    for method in ("consolidate", "first_fit", "greedy", "auto"):
+        sol = solve(inst, method, time_limit_s=time_limit, seed=seed)
+        if not sol.status.has_placement:
+            print(f"{method:13s} {sol.status.value}")
+            continue
+        ranked, best = dict(sol.stages), dict(sol.stages)
+        for j in hybrid:
+            if j.id not in sol.assignment:
+                continue
+            jp = inst.job_pos[j.id]
+            # the rank order over the servers in ring order (as the exports deal ranks)
+            x = {inst.server_pos[s]: sol.assignment[j.id][s] for s in server_order(inst, sol.assignment[j.id])}
+            ranked[j.id] = matrix_ids(inst, rank_order_stages(j, x))
+            best[j.id] = matrix_ids(inst, best_stages(inst, jp, x)[0])
+        a = evaluate(inst, sol.assignment, sol.shards, ranked)
+        b = evaluate(inst, sol.assignment, sol.shards, best)
+        assert not validate(inst, sol.assignment, shards=sol.shards, stages=ranked)
+        assert not validate(inst, sol.assignment, shards=sol.shards, stages=best)
+        worst = max(
+            (j.id for j in hybrid if j.id in sol.assignment),
+            key=lambda jid: a.jobs[jid].expected_iteration_ms - b.jobs[jid].expected_iteration_ms,
+        )
+        ra, rb = a.jobs[worst].expected_iteration_ms, b.jobs[worst].expected_iteration_ms
+        print(
+            f"{method:13s} {a.objective:22.1f} {b.objective:24.1f} {100 * (1 - b.objective / a.objective):6.1f}%  "
+            f"{worst} {ra:.1f} -> {rb:.1f}"
+        )
+
+
 def bench_bounds(instances: list[str], objectives: list[str]) -> None:
     """Side by side on each instance: the simple bound, the plain transportation LP and the
     home-aware one (value and wall time), and each one's gap to the best objective any run
@@ -398,6 +440,9 @@ def main(argv: list[str] | None = None) -> None:
     gp.add_argument("--members", type=int, default=None, help="the first N members (default: all)")
     gp.add_argument("--seed", type=int, default=0)
     gp.add_argument("-o", "--out", default="benchmarks/gaps-family")
+    mp = sub.add_parser("mapping")
+    mp.add_argument("instance", nargs="?", default="llm512")
+    mp.add_argument("--time-limit", type=float, default=10.0)
     sm = sub.add_parser("simulate")
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
@@ -407,6 +452,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if a.what == "bounds":
         bench_bounds(a.instances, a.objectives)
+        return
+    if a.what == "mapping":
+        bench_mapping(a.instance, a.time_limit)
         return
     if a.what == "simulate":
         bench_simulate(not a.no_full, a.auto_jobs)

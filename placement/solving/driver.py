@@ -212,7 +212,13 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         return empty(Status.ERROR)
     ev = evaluate(instance, assignment, shards, stages)
     stats["placed_weight"] = ev.placed_weight
-    bound, note = reportable_bound(out.bound if out.bound is not None else lower_bound(instance), ev.objective)
+    # the method's bound, or the instance's simple one, whichever is higher (both are valid: an
+    # exact model that relaxes a hybrid job's communication can prove less than the simple bound)
+    simple = lower_bound(instance)
+    method_bound = out.bound
+    if method_bound is not None and simple is not None and simple > method_bound:
+        method_bound = simple
+    bound, note = reportable_bound(method_bound if method_bound is not None else simple, ev.objective)
     if note:
         stats["message"] = note
     optimal = out.optimal
