@@ -22,7 +22,7 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
-from placement.simulation.config import QUEUES
+from placement.simulation.config import QUEUES, REPLAN_PRICES
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
@@ -153,6 +153,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     show_default=True,
     help="Progress (seconds) a moved job loses.",
 )
+@click.option(
+    "--replan-price",
+    type=click.Choice(REPLAN_PRICES),
+    default="none",
+    show_default=True,
+    help="remaining: a re-plan weighs each running job by its iterations left and charges a moved job "
+    "its restart (weight x --restart-s); none: whole iterations, moves free.",
+)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Configurations at a time.")
@@ -204,6 +212,7 @@ def simulate(
     replan_every_s: float | None,
     max_moves: int | None,
     restart_s: float,
+    replan_price: str,
     seeds: str,
     no_reference: bool,
     parallel: int,
@@ -260,6 +269,7 @@ def simulate(
         "replan_every_s": replan_every_s,
         "max_moves": max_moves,
         "restart_s": restart_s,
+        "replan_price": replan_price,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
     }
     from placement.simulation.config import PLAN_BY

@@ -145,8 +145,8 @@ def _relocate(st: State, jp: int, rng: np.random.Generator, top: int = RELOCATE_
         if not options:
             continue
         costs = st.alloc_costs(jp, options)
-        if st.move_cost:
-            costs = costs + st.move_cost * np.array([st.moves_of(jp, o) for o in options])
+        if st.move_cost or st.restart_price:
+            costs = costs + np.array([st.move_price(jp, o) for o in options])
         b = int(np.argmin(costs))
         if _better(float(costs[b]), old) and _replace(st, jp, options[b]):
             return True
@@ -266,7 +266,9 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
     """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
     path: list[str] = []
     if opts.previous is not None:
-        st, note = start_from_previous(instance, opts.previous, opts.max_moves, opts.move_cost, opts.previous_shards)
+        st, note = start_from_previous(
+            instance, opts.previous, opts.max_moves, opts.move_cost, opts.previous_shards, opts.restart_cost
+        )
         path.append(note)
     elif opts.start is not None:
         st = State.from_assignment(instance, opts.start)

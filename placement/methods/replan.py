@@ -1,5 +1,6 @@
 """Re-planning: re-optimise a running placement after the slowdown estimates change,
-moving at most ``max_moves`` workers (and/or paying ``move_cost`` per moved worker).
+moving at most ``max_moves`` workers (and/or paying ``move_cost`` per moved worker, and each
+running job's ``restart_cost`` once if it moves at all).
 
 A worker *moves* when its job has fewer workers on a server than in the previous
 placement: ``moves = sum_j sum_n max(0, prev[j][n] - new[j][n])`` over the jobs of the
@@ -11,6 +12,8 @@ so).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from placement.methods.greedy import greedy_job, job_order
 from placement.model.records import Assignment, Instance
@@ -25,6 +28,7 @@ def start_from_previous(
     max_moves: int | None,
     move_cost: float,
     previous_shards: Assignment | None = None,
+    restart_cost: Mapping[str, float] | None = None,
 ) -> tuple[State, str]:
     """The previous placement on the current instance, repaired, with new jobs inserted:
     the local search's start, with its moves counted."""
@@ -35,7 +39,8 @@ def start_from_previous(
             prev[instance.job_pos[jid]] = {
                 instance.server_pos[s]: int(k) for s, k in was.items() if s in instance.server_pos and k > 0
             }
-    st.set_previous(prev, max_moves, move_cost)
+    restart = {instance.job_pos[j]: float(c) for j, c in (restart_cost or {}).items() if j in instance.job_pos}
+    st.set_previous(prev, max_moves, move_cost, restart)
     # lost servers: their workers are moves already
     vanished = sum(
         int(k)

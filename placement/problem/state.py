@@ -41,6 +41,9 @@ class State:
         self.prev: dict[int, dict[int, int]] = {}
         self.move_budget: int | None = None
         self.move_cost = 0.0
+        self.restart_price: dict[int, float] = {}
+        """Re-planning: the price (objective units) a running job pays once when it moves at all
+        (its restart), by job position."""
         self.moved = 0
         """Workers moved off their previous servers by the current placement."""
         self._allowed: dict[int, np.ndarray] = {}
@@ -120,10 +123,18 @@ class State:
         return alloc
 
     # ------------------------------------------------------------ re-planning
-    def set_previous(self, prev: Mapping[int, Mapping[int, int]], budget: int | None, cost: float) -> None:
-        """Count moves against ``prev`` (call on an empty state)."""
+    def set_previous(
+        self,
+        prev: Mapping[int, Mapping[int, int]],
+        budget: int | None,
+        cost: float,
+        restart: Mapping[int, float] | None = None,
+    ) -> None:
+        """Count moves against ``prev`` (call on an empty state); ``cost`` per moved worker,
+        ``restart[jp]`` once per job that moves."""
         self.prev = {jp: dict(a) for jp, a in prev.items()}
         self.move_budget, self.move_cost = budget, cost
+        self.restart_price = {int(jp): float(c) for jp, c in (restart or {}).items() if c > 0}
         self.moved = sum(self.moves_of(jp, self.x.get(jp, {})) for jp in self.prev)
 
     def moves_of(self, jp: int, alloc: Mapping[int, int]) -> int:
@@ -138,10 +149,17 @@ class State:
         delta = sum(self.moves_of(jp, new) - self.moves_of(jp, old) for jp, (old, new) in changes.items())
         return self.moved + delta <= self.move_budget
 
+    def move_price(self, jp: int, alloc: Mapping[int, int]) -> float:
+        """The price of the moves ``alloc`` makes: per moved worker, and the job's restart once
+        if it moves at all."""
+        if not self.move_cost and jp not in self.restart_price:
+            return 0.0
+        k = self.moves_of(jp, alloc)
+        return self.move_cost * k + (self.restart_price.get(jp, 0.0) if k > 0 else 0.0)
+
     def priced(self, jp: int, alloc: Mapping[int, int]) -> float:
         """Cost plus the price of the moves ``alloc`` makes."""
-        c = self.cost(jp, alloc)
-        return c + self.move_cost * self.moves_of(jp, alloc) if self.move_cost else c
+        return self.cost(jp, alloc) + self.move_price(jp, alloc)
 
     def snapshot(self) -> tuple[Any, ...]:
         return (
@@ -274,7 +292,8 @@ class State:
         """Lexicographic key of this state, smaller is better: (-weight placed, objective
         plus the price of moved workers when re-planning)."""
         w = sum(self.instance.jobs[jp].weight for jp in self.x)
-        return (-w, sum(self.cost(jp, a) for jp, a in self.x.items()) + self.move_cost * self.moved)
+        restarts = sum(c for jp, c in self.restart_price.items() if self.moves_of(jp, self.x.get(jp, {})) > 0)
+        return (-w, sum(self.cost(jp, a) for jp, a in self.x.items()) + self.move_cost * self.moved + restarts)
 
     @property
     def complete(self) -> bool:

@@ -18,6 +18,7 @@ __all__ = [
     "PLAN_BY",
     "RATE_CYCLES",
     "QUEUES",
+    "REPLAN_PRICES",
     "SimulationError",
     "SUMMARY_FIELDS",
 ]
@@ -28,6 +29,11 @@ RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
 is planned at its servers' steady rates."""
 QUEUES = ("fifo", "sjf")
+REPLAN_PRICES = ("none", "remaining")
+"""How a re-plan prices moves: ``none`` (each running job at its whole iterations, moves free:
+the earlier behaviour) or ``remaining`` (DESIGN.md, "Priced re-planning": the objective is the
+expected remaining time ``sum_j w_j R_j E[T_j]`` over the iterations ``R_j`` left, and a job that
+moves pays its restart, ``w_j restart_s``, once)."""
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
@@ -94,6 +100,8 @@ class SimConfig:
     max_moves: int | None = None
     restart_s: float = 0.0
     """Seconds of progress a job moved by re-planning loses (it pauses that long)."""
+    replan_price: str = "none"
+    """:data:`REPLAN_PRICES`."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -106,6 +114,8 @@ class SimConfig:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
         if self.plan_by not in PLAN_BY:
             problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
+        if self.replan_price not in REPLAN_PRICES:
+            problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
         if self.queue not in QUEUES:
             problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
         for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):

@@ -471,21 +471,32 @@ class _Simulation:
             return {sid: (d.values[0],) * self.scen.count for sid, d in self.rate_view.items()}
         return dict(self.rate_view)
 
-    def _decision_instance(self, jobs: Sequence[TraceJob], free: np.ndarray) -> Instance:
+    def _decision_instance(
+        self,
+        jobs: Sequence[TraceJob],
+        free: np.ndarray,
+        remaining: Mapping[str, int] | None = None,
+        objective: str | None = None,
+    ) -> Instance:
+        """The instance a decision solves: ``jobs`` on the believed servers with ``free`` GPUs;
+        ``remaining`` iterations per job instead of its whole ones, and ``objective`` instead
+        of the configuration's (a priced re-plan)."""
         if self.stale:
             self._refit()
+        left = remaining or {}
         servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.believed))
         scen = self.scen
         inst = Instance(
             name=f"{self.cluster.name}@{self.now:.0f}s",
             servers=servers,
             jobs=tuple(
-                self._job(j, iterations=j.iterations, weight=j.weight, slowdown=self._overrides(j)) for j in jobs
+                self._job(j, iterations=left.get(j.id, j.iterations), weight=j.weight, slowdown=self._overrides(j))
+                for j in jobs
             ),
             switches=self.cluster.switches,
             links=self.cluster.links,
             scenarios=scen,
-            objective=self.cfg.objective,
+            objective=objective or self.cfg.objective,
             admission="best_effort",
         )
         if self.template is None:
@@ -537,7 +548,16 @@ class _Simulation:
         for r in runs:
             for sp, k in r.alloc.items():
                 free[sp] += k
-        inst = self._decision_instance([r.tj for r in runs], free)
+        priced = self.cfg.replan_price == "remaining"
+        if priced:  # each job by the work it has left; a move pays its restart once
+            for r in runs:
+                self._advance(r)
+            left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
+            inst = self._decision_instance([r.tj for r in runs], free, left, "weighted_expected_jct")
+            restart = {r.tj.id: r.tj.weight * self.cfg.restart_s for r in runs if self.cfg.restart_s > 0}
+        else:
+            inst = self._decision_instance([r.tj for r in runs], free)
+            restart = {}
         previous = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
         w0 = time.perf_counter()
         sol = solve(
@@ -548,6 +568,7 @@ class _Simulation:
             previous=previous,
             previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
             max_moves=self.cfg.max_moves,
+            restart_cost=restart or None,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         if not sol.status.has_placement:

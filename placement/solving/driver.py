@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import metadata
 
 from placement.errors import InvalidInputError, MethodUnavailableError
@@ -58,6 +58,7 @@ def solve(
     previous_shards: Assignment | None = None,
     max_moves: int | None = None,
     move_cost: float = 0.0,
+    restart_cost: Mapping[str, float] | None = None,
     progress: Callable[[str, float | None, float | None], None] | None = None,
 ) -> Solution:
     """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
@@ -69,8 +70,10 @@ def solve(
 
     Re-planning: with ``previous`` (the placement running now), ``auto`` and
     ``local_search`` re-optimise from it moving at most ``max_moves`` workers and/or paying
-    ``move_cost`` (objective units) per moved worker; ``stats.moved_workers`` says how
-    many moved.  ``previous_shards``: the running parameter-server jobs' shards, which stay
+    ``move_cost`` (objective units) per moved worker and ``restart_cost[job]`` once for each
+    running job that moves at all (its restart: with the objective ``weighted_expected_jct``
+    and a job's *remaining* iterations, ``weight x restart seconds`` prices a move against the
+    time it saves); ``stats.moved_workers`` and ``stats.moved_jobs`` say how many moved.  ``previous_shards``: the running parameter-server jobs' shards, which stay
     where their job's workers stay (a job whose workers move is restarted, shards and all).  New jobs are placed; jobs no longer in the instance are dropped.
 
     ``progress(step, objective, bound)`` is told where a method that works in steps (``auto``)
@@ -100,6 +103,18 @@ def solve(
         raise ValueError(f"The 'max_moves' parameter of solve must be an int >= 0. Got {max_moves!r} instead.")
     if not isinstance(move_cost, (int, float)) or move_cost < 0:
         raise ValueError(f"The 'move_cost' parameter of solve must be a number >= 0. Got {move_cost!r} instead.")
+    bad_restart = [
+        f"{j!r}: {c!r}"
+        for j, c in (restart_cost or {}).items()
+        if j not in instance.job_by_id or isinstance(c, bool) or not isinstance(c, (int, float)) or not c >= 0
+    ]
+    if bad_restart:
+        raise ValueError(
+            "The 'restart_cost' parameter of solve maps the instance's job ids to numbers >= 0. "
+            f"Got {', '.join(bad_restart[:5])} instead."
+        )
+    if restart_cost and previous is None:
+        raise ValueError("The 'restart_cost' parameter of solve prices moves: it needs 'previous'.")
     t0 = time.monotonic()
     opts = Options(
         time_limit_s=float(time_limit_s),
@@ -111,6 +126,7 @@ def solve(
         previous_shards=previous_shards,
         max_moves=max_moves,
         move_cost=float(move_cost),
+        restart_cost=dict(restart_cost) if restart_cost else None,
         progress=None if progress is None else _checked(instance, progress),
     )
     outcome = spec.load()(instance, opts)
@@ -118,6 +134,7 @@ def solve(
     if previous is not None and sol.status.has_placement:
         extra = {
             "moved_workers": moved_workers(previous, sol.assignment),
+            "moved_jobs": sum(1 for j, a in previous.items() if moved_workers({j: a}, sol.assignment) > 0),
             "max_moves": max_moves,
             "move_cost": move_cost,
         }

@@ -8,7 +8,7 @@ whatever it returns.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,8 @@ class Options:
     """Re-planning: most workers that may move off their previous servers."""
     move_cost: float = 0.0
     """Re-planning: price (objective units) per moved worker."""
+    restart_cost: Mapping[str, float] | None = None
+    """Re-planning: per running job, the price (objective units) it pays once if it moves."""
     progress: Callable[[str, Assignment | None, float | None], None] | None = None
     """Called by methods that work in steps, after each: ``(step, best placement so far,
     best valid bound so far)``.  :func:`placement.solve` checks and evaluates what it is

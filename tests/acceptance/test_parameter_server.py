@@ -329,7 +329,12 @@ def test_a_csv_trace_may_mark_parameter_server_jobs_row_by_row(tmp_path):
     with pytest.raises(TraceError) as e:
         read_trace(bad)
     text = "\n".join(e.value.problems)
-    for row, words in ((2, "required"), (3, "only for parameter-server"), (4, "allreduce, ps or hybrid"), (5, "integer >= 1")):
+    for row, words in (
+        (2, "required"),
+        (3, "only for parameter-server"),
+        (4, "allreduce, ps or hybrid"),
+        (5, "integer >= 1"),
+    ):
         assert f"row {row}" in text and words in text, text
 
 

@@ -199,6 +199,37 @@ def test_replanning_adds_new_jobs_drops_finished_ones_and_prices_moves():
     assert priced.stats["moved_workers"] == 0
 
 
+def test_a_restart_price_moves_a_job_only_when_its_remaining_work_repays_it():
+    """One running 4-worker job on a server that turned slow, an idle healthy one beside it:
+    with the JCT objective over its remaining iterations, a move saves
+    ``w R (E[T_old] - E[T_new]) / 1000`` seconds; it moves exactly when that exceeds its
+    restart price."""
+    doc = placement.instance_to_dict(placement.load_bundled("tiny"))
+    doc["objective"] = "weighted_expected_jct"
+    doc["jobs"] = [{"id": "run", "workers": 4, "compute_ms": 100.0, "gradient_mb": 10.0, "iterations": 10_000}]
+    for n in doc["topology"]["nodes"]:
+        if n.get("kind") == "server":
+            n["slowdown"] = (
+                {"values": [1.0, 3.0], "probs": [0.2, 0.8]} if n["id"] == "s0" else {"values": [1.0], "probs": [1.0]}
+            )
+    inst = placement.instance_from_dict(doc)
+    prev = {"run": {"s0": 4}}
+    stay = placement.evaluate(inst, prev).objective
+    best = min(placement.evaluate(inst, {"run": {s: 4}}).objective for s in ("s1", "s2"))
+    saving = stay - best  # seconds over the 10,000 iterations left
+    assert saving > 1000
+    for price, moves in ((0.5 * saving, True), (2.0 * saving, False)):
+        for method in ("local_search", "auto"):
+            sol = placement.solve(inst, method, time_limit_s=3, previous=prev, restart_cost={"run": price})
+            check_solution(inst, sol)
+            assert (sol.stats["moved_jobs"] == 1) == moves, (method, price, saving, sol.assignment)
+            assert sol.stats["moved_workers"] == (4 if moves else 0)
+    with pytest.raises(ValueError, match="restart_cost"):
+        placement.solve(inst, "local_search", previous=prev, restart_cost={"nobody": 1.0})
+    with pytest.raises(ValueError, match="restart_cost"):
+        placement.solve(inst, "local_search", restart_cost={"run": 1.0})
+
+
 def test_replanning_refuses_methods_without_a_budget_and_bad_budgets():
     inst = placement.load_bundled("tiny")
     prev = placement.solve(inst, "greedy").assignment

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from placement.errors import InvalidInputError
 from placement.evaluation import evaluate
 from placement.model import Instance, Link, Server, Slowdown, Switch
 from placement.problem import cluster_of
@@ -216,6 +217,39 @@ def test_replanning_moves_a_job_off_a_server_found_slow(tmp_path):
     assert still.summary["migrations"] == 0 and moved.summary["migrations"] == 1
     assert "s0" in still.jobs[0]["placement"] and "s0" not in moved.jobs[0]["placement"]
     assert moved.jobs[0]["jct_s"] < still.jobs[0]["jct_s"]
+
+
+def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_restart(tmp_path):
+    """s0 turns 3x slow at t = 10 s under a 2-worker job of 20,000 iterations (about 2,000 s
+    left at its old pace when the first re-plan comes at 120 s). Priced by its remaining work, a
+    30 s restart is repaid and the job moves; a 100,000 s restart is not, and it stays, where
+    the unpriced re-plan moves it anyway."""
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
+    c = cluster([Slowdown()] * 3)
+    w = one_job(2, 20_000, gradient_mb=1.0)
+
+    def run(price: str, restart_s: float):
+        return simulate(
+            c,
+            w,
+            method="local_search",
+            knowledge="estimated",
+            dynamics="replay",
+            replay_path=str(p),
+            estimate_every_s=60.0,
+            replan_every_s=120.0,
+            restart_s=restart_s,
+            replan_price=price,
+        )
+
+    cheap, dear, blind = run("remaining", 30.0), run("remaining", 100_000.0), run("none", 100_000.0)
+    assert cheap.summary["migrations"] == 1 and "s0" not in cheap.jobs[0]["placement"]
+    assert dear.summary["migrations"] == 0 and "s0" in dear.jobs[0]["placement"]
+    assert blind.summary["migrations"] >= 1
+    assert dear.jobs[0]["jct_s"] < blind.jobs[0]["jct_s"]  # the blind move paid a restart it never earned back
+    with pytest.raises(InvalidInputError, match="replan_price"):
+        SimConfig(replan_price="always")
 
 
 def test_planning_by_steady_rates_picks_the_server_a_long_job_runs_faster_on():
