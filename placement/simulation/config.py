@@ -53,11 +53,15 @@ SUMMARY_FIELDS = (
     "gpu_utilization",
     "avg_slowdown",
     "straggled_iteration_fraction",
+    "top1pct_jct_share",
     "migrations",
+    "restart_gpu_hours",
     "decisions",
     "decision_time_p50_s",
     "decision_time_p99_s",
     "decision_time_max_s",
+    "replans",
+    "replan_time_p99_s",
     "wall_s",
 )
 

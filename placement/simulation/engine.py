@@ -165,6 +165,9 @@ class _Simulation:
         self.timeline: dict[str, list[float]] = {"time_s": [], "queued": [], "running": [], "used_gpus": []}
         self.rng = np.random.default_rng(np.random.SeedSequence(int(cfg.seed) % 2**63).spawn(2)[1])
         self.migrations = 0
+        self.replan_walls: list[float] = []
+        self.restart_gpu_s = 0.0
+        """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
         # what the scheduler believes
         self.template: Instance | None = None
@@ -571,6 +574,7 @@ class _Simulation:
             restart_cost=restart or None,
         )
         self.decision_walls.append(time.perf_counter() - w0)
+        self.replan_walls.append(self.decision_walls[-1])
         if not sol.status.has_placement:
             return
         pos = inst.server_pos
@@ -611,6 +615,7 @@ class _Simulation:
             r.T = self._iteration_ms(r)
             r.paused_until = self.now + self.cfg.restart_s
             self.migrations += 1
+            self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
             self._schedule_completion(r)
         if (self.free < 0).any():
             raise SimulationError(
@@ -697,6 +702,8 @@ class _Simulation:
             busy_gpu_s=self.busy_gpu_s,
             total_gpus=self.total_gpus,
             migrations=self.migrations,
+            replan_walls=self.replan_walls,
+            restart_gpu_s=self.restart_gpu_s,
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):

@@ -10,7 +10,19 @@ import numpy as np
 
 from placement.simulation.config import SimConfig
 
-__all__ = ["summarise"]
+__all__ = ["summarise", "top_share"]
+
+
+def top_share(values: np.ndarray, fraction: float) -> float | None:
+    """The share of ``values``' sum that its largest ``fraction`` (at least one) carry.
+
+    >>> top_share(np.array([1.0, 1.0, 8.0]), 0.01)
+    0.8
+    """
+    if not len(values) or values.sum() <= 0:
+        return None
+    k = max(1, int(np.floor(fraction * len(values))))
+    return float(np.sort(values)[-k:].sum() / values.sum())
 
 
 def summarise(
@@ -23,10 +35,14 @@ def summarise(
     total_gpus: int,
     migrations: int,
     wall_s: float,
+    replan_walls: Sequence[float] = (),
+    restart_gpu_s: float = 0.0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
-    submission time, finished or not)."""
+    submission time, finished or not); the share of the total JCT the longest 1% of jobs
+    carry (at least one job); the GPU-hours moved jobs stood idle restarting; decision times
+    of all decisions, and of the re-plans among them (``replan_walls``)."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -56,10 +72,14 @@ def summarise(
         "gpu_utilization": busy_gpu_s / (total_gpus * makespan) if makespan > 0 else 0.0,
         "avg_slowdown": float(np.mean([r["slowdown"] for r in rows])) if rows else None,
         "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
+        "top1pct_jct_share": top_share(jct, 0.01),
         "migrations": migrations,
+        "restart_gpu_hours": restart_gpu_s / 3600.0,
         "decisions": len(decision_walls),
         "decision_time_p50_s": float(np.percentile(walls, 50)),
         "decision_time_p99_s": float(np.percentile(walls, 99)),
         "decision_time_max_s": float(walls.max()),
+        "replans": len(replan_walls),
+        "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,
     }

@@ -248,6 +248,11 @@ def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_re
     assert dear.summary["migrations"] == 0 and "s0" in dear.jobs[0]["placement"]
     assert blind.summary["migrations"] >= 1
     assert dear.jobs[0]["jct_s"] < blind.jobs[0]["jct_s"]  # the blind move paid a restart it never earned back
+    # the costs reported: two GPUs idle for the 30 s restart; re-plans timed apart
+    assert cheap.summary["restart_gpu_hours"] == pytest.approx(2 * 30.0 / 3600.0)
+    assert dear.summary["restart_gpu_hours"] == 0.0
+    assert cheap.summary["replans"] >= 1 and cheap.summary["replan_time_p99_s"] is not None
+    assert cheap.summary["top1pct_jct_share"] == 1.0  # one job carries all of it
     with pytest.raises(InvalidInputError, match="replan_price"):
         SimConfig(replan_price="always")
 
