@@ -22,7 +22,7 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
-from placement.simulation.config import QUEUES, REPLAN_PRICES
+from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_PRICES
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
@@ -154,6 +154,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     help="Progress (seconds) a moved job loses.",
 )
 @click.option(
+    "--ratio-to",
+    type=click.Choice(RATIO_TO),
+    default="median",
+    show_default=True,
+    help="estimated knowledge: divide each logged worker time by the job's median worker, or by its "
+    "profiled straggler-free time (then one-worker jobs inform the estimates too).",
+)
+@click.option(
     "--replan-price",
     type=click.Choice(REPLAN_PRICES),
     default="none",
@@ -213,6 +221,7 @@ def simulate(
     max_moves: int | None,
     restart_s: float,
     replan_price: str,
+    ratio_to: str,
     seeds: str,
     no_reference: bool,
     parallel: int,
@@ -270,6 +279,7 @@ def simulate(
         "max_moves": max_moves,
         "restart_s": restart_s,
         "replan_price": replan_price,
+        "ratio_to": ratio_to,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
     }
     from placement.simulation.config import PLAN_BY

@@ -19,6 +19,7 @@ __all__ = [
     "RATE_CYCLES",
     "QUEUES",
     "REPLAN_PRICES",
+    "RATIO_TO",
     "SimulationError",
     "SUMMARY_FIELDS",
 ]
@@ -29,6 +30,11 @@ RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
 is planned at its servers' steady rates."""
 QUEUES = ("fifo", "sjf")
+RATIO_TO = ("median", "profiled")
+"""What the estimator's ratios divide a worker's logged time by: the job's ``median`` worker
+(blind when most of a job's servers are slow, and for one-server jobs) or its ``profiled``
+straggler-free time on that GPU type (what a job's first iterations on healthy servers, or its
+profile, tell; the simulator knows it)."""
 REPLAN_PRICES = ("none", "remaining")
 """How a re-plan prices moves: ``none`` (each running job at its whole iterations, moves free:
 the earlier behaviour) or ``remaining`` (DESIGN.md, "Priced re-planning": the objective is the
@@ -99,6 +105,8 @@ class SimConfig:
     duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, markov only)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
+    ratio_to: str = "median"
+    """:data:`RATIO_TO`."""
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
     replan_every_s: float | None = None
     max_moves: int | None = None
@@ -118,6 +126,8 @@ class SimConfig:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
         if self.plan_by not in PLAN_BY:
             problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
+        if self.ratio_to not in RATIO_TO:
+            problems.append(f"ratio_to must be one of {', '.join(RATIO_TO)}, got {self.ratio_to!r}")
         if self.replan_price not in REPLAN_PRICES:
             problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
         if self.queue not in QUEUES:

@@ -626,7 +626,8 @@ class _Simulation:
     def _log_iterations(self) -> None:
         """One logged iteration of every running multi-worker job: each worker's time under
         the current slowdowns, with a little measurement noise, and its ratio to the job's
-        median worker (what the estimator bins).  A hybrid job logs each group's compute
+        median worker, or with ``ratio_to="profiled"`` to its straggler-free time there (what
+        the estimator bins; then one-worker jobs log too).  A hybrid job logs each group's compute
         time of one microbatch (``worker`` = its group index ``r + dp s``; the stage-boundary
         times are the network's, not the server's)."""
         rows: dict[str, list[Any]] = {k: [] for k in _LOG_KEYS}
@@ -640,15 +641,16 @@ class _Simulation:
                 counts = np.array([r.alloc[int(sp)] for sp in r.sps])
                 sps = np.repeat(r.sps, counts)
                 a = np.repeat(r.a, counts)
-            if len(sps) < 2:
-                continue
+            profiled = self.cfg.ratio_to == "profiled"
+            if len(sps) < 2 and not profiled:
+                continue  # a lone worker has no median to compare with
             d = a * self.S[sps] * np.exp(LOG_NOISE * self.rng.standard_normal(len(sps)))
             rows["job"] += [self.job_code[r.tj.id]] * len(sps)
             rows["worker"] += list(range(len(sps)))
             rows["server"] += sps.tolist()
             rows["iteration"] += [int(r.progress)] * len(sps)
             rows["duration"] += d.tolist()
-            rows["ratio"] += (d / float(np.median(d))).tolist()
+            rows["ratio"] += (d / (a if profiled else float(np.median(d)))).tolist()
         if not rows["job"]:
             return
         self.log_chunks.append((self.now, {k: np.asarray(v) for k, v in rows.items()}))

@@ -257,6 +257,45 @@ def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_re
         SimConfig(replan_price="always")
 
 
+def test_profiled_ratios_let_a_lone_worker_inform_the_estimates(tmp_path):
+    """Divided by the job's median worker, a one-worker job tells nothing (its ratio is always 1)
+    and is not logged; divided by its profiled straggler-free time, it shows its server's
+    slowdown: s0 at 3x gives ratios near 3."""
+    import csv
+
+    from placement.estimate.logs import estimate_from_ratios
+
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n0,s0,3.0\n")
+    c = cluster([Slowdown((1.0, 3.0), (0.9, 0.1))] * 2)
+    w = one_job(1, 50_000)
+    logged = {}
+    for ratio_to in ("median", "profiled"):
+        log = tmp_path / f"{ratio_to}.csv"
+        r = simulate(
+            c,
+            w,
+            method="greedy",
+            knowledge="estimated",
+            dynamics="replay",
+            replay_path=str(p),
+            estimate_every_s=60.0,
+            ratio_to=ratio_to,
+            log_path=str(log),
+        )
+        assert r.jobs[0]["placement"] == "s0:1"
+        logged[ratio_to] = list(csv.DictReader(log.open()))
+    assert logged["median"] == []
+    rows = logged["profiled"]
+    assert len(rows) >= 50 and {row["server"] for row in rows} == {"s0"}
+    ratios = np.array([float(row["duration"]) / 100.0 for row in rows])
+    assert np.median(ratios) == pytest.approx(3.0, rel=0.05)
+    est, _ = estimate_from_ratios(
+        np.zeros(len(ratios)), np.zeros(len(ratios)), np.arange(len(ratios)), ratios, servers=[0]
+    )
+    assert est[0].slowdown.mean() > 2.0
+
+
 def test_planning_by_steady_rates_picks_the_server_a_long_job_runs_faster_on():
     # A: slow half of the time at 3x (E[S] = 2, steady rate 1/E[1/S] = 1.5); B: always 1.8x
     c = cluster([Slowdown((1.0, 3.0), (0.5, 0.5)), Slowdown((1.8,), (1.0,))])
