@@ -133,8 +133,10 @@ def _as_hybrid(jobs: list[TraceJob], fraction: float, seed: int, most_gpus: int)
     """A ``fraction`` share of the all-reduce jobs of two or more workers made hybrid-parallel
     with the generator's realistic shapes (:func:`placement.instances.generate.hybrid_shape`:
     tp within a server of ``most_gpus`` GPUs, a pipeline where the groups allow one, the
-    model's activations and gradients); ``compute_ms`` becomes one stage's share of one
-    microbatch, the job's iterations stay.  Drawn with ``numpy.random.default_rng(seed)``."""
+    activations of its hidden size); ``compute_ms`` becomes one stage's share of one
+    microbatch; the job's iterations and gradient size (its model, as the trace gives it) stay,
+    so that its run time stays the trace's order of magnitude.  Drawn with
+    ``numpy.random.default_rng(seed)``."""
     from placement.instances.generate import hybrid_shape
 
     rng = np.random.default_rng(seed)
@@ -145,6 +147,7 @@ def _as_hybrid(jobs: list[TraceJob], fraction: float, seed: int, most_gpus: int)
             out.append(j)
             continue
         per = max(0.001, round(j.compute_ms / (shape["pp"] * shape["microbatches"]), 3))
+        shape.pop("gradient_mb")
         out.append(replace(j, compute_ms=per, **shape))
     return out
 
