@@ -94,10 +94,8 @@ def _pair_bw(instance: Instance, a: int, b: int) -> float:
 
 
 def _set_bw(instance: Instance, sps: Sequence[int]) -> float:
-    distinct = sorted(set(sps))
-    if len(distinct) == 1:
-        return instance.servers[distinct[0]].intra_bandwidth_gbps
-    return cluster_of(instance).bandwidth([instance.servers[sp].id for sp in distinct])
+    """The bandwidth of a stage's servers (``Cluster.bandwidth``: intra for one server)."""
+    return cluster_of(instance).bandwidth([instance.servers[sp].id for sp in sorted(set(sps))])
 
 
 def stage_terms(instance: Instance, job: Job, m: PosMatrix) -> HybridTerms:

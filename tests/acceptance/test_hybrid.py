@@ -5,13 +5,10 @@ method's validity and its distance to the brute-force oracle."""
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support.helpers import widest
+from support.helpers import joint_outcomes, widest
 
 import placement
 from placement.errors import InstanceError, SolutionFormatError
@@ -47,27 +44,7 @@ def enumerate_hybrid(inst: placement.Instance, jid: str, stages) -> tuple[float,
         return slots * max(a[stages[s][r]] * S[stages[s][r]] + p2p(s, r) for s, r in cells) + d
 
     ideal = t(dict.fromkeys(servers, 1.0))
-    if inst.scenarios is None:
-        dists = []
-        for s in servers:
-            o = job.slowdown.get(s, inst.server_by_id[s].slowdown)
-            assert isinstance(o, Slowdown)
-            dists.append(list(zip(o.values, o.probs)))
-        outcomes = [
-            (math.prod(p for _, p in combo), {s: v for s, (v, _) in zip(servers, combo)})
-            for combo in itertools.product(*dists)
-        ]
-    else:
-        sc = inst.scenarios
-        outcomes = []
-        for k, pk in enumerate(sc.probs):
-            draw = {}
-            for s in servers:
-                row = job.slowdown.get(s)
-                if row is None:
-                    row = sc.slowdowns.get(s, (1.0,) * sc.count)
-                draw[s] = row[k]
-            outcomes.append((pk, draw))
+    outcomes = joint_outcomes(inst, jid, servers)
     e = p_str = 0.0
     for p, S in outcomes:
         tk = t(S)

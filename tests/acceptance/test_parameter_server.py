@@ -3,15 +3,13 @@ Carlo, the validator's shard rules, the format, the generator, every method's va
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from support.helpers import widest
+from support.helpers import joint_outcomes, widest
 
 import placement
 from placement.cli.main import cli
@@ -37,27 +35,7 @@ def enumerate_ps(
         per = 8 * 2 * k * job.gradient_mb / job.ps_shards
         c[s] = per * ((remote / bw if remote else 0.0) + local / inst.server_by_id[s].intra_bandwidth_gbps)
     ideal = max(a.values()) + max(c.values())
-    if inst.scenarios is None:
-        dists = []
-        for s in servers:
-            d = job.slowdown.get(s, inst.server_by_id[s].slowdown)
-            assert isinstance(d, Slowdown)
-            dists.append(list(zip(d.values, d.probs)))
-        outcomes = [
-            (math.prod(p for _, p in combo), {s: v for s, (v, _) in zip(servers, combo)})
-            for combo in itertools.product(*dists)
-        ]
-    else:
-        sc = inst.scenarios
-        outcomes = []
-        for k, pk in enumerate(sc.probs):
-            draw = {}
-            for s in servers:
-                row = job.slowdown.get(s)
-                if row is None:
-                    row = sc.slowdowns.get(s, (1.0,) * sc.count)
-                draw[s] = row[k]
-            outcomes.append((pk, draw))
+    outcomes = joint_outcomes(inst, jid, servers)
     e = p_str = 0.0
     for p, S in outcomes:
         t = max(a[s] * S[s] for s in x) + max(c[s] * S[s] for s in z)

@@ -66,6 +66,34 @@ def expected_time_by_enumeration(instance: Instance, job_id: str, alloc: dict[st
     return e + comm, ideal + comm, p_str
 
 
+def joint_outcomes(instance: Instance, job_id: str, servers: list[str]) -> list[tuple[float, dict[str, float]]]:
+    """Every joint outcome of ``servers``' slowdowns for job ``job_id`` as ``(probability,
+    {server: S})``: the product of the independent distributions (the job's own estimates
+    first), or one outcome per scenario."""
+    job = instance.job_by_id[job_id]
+    if instance.scenarios is None:
+        dists = []
+        for s in servers:
+            d = job.slowdown.get(s, instance.server_by_id[s].slowdown)
+            assert isinstance(d, Slowdown)
+            dists.append(list(zip(d.values, d.probs)))
+        return [
+            (math.prod(p for _, p in combo), {s: v for s, (v, _) in zip(servers, combo)})
+            for combo in itertools.product(*dists)
+        ]
+    sc = instance.scenarios
+    out = []
+    for k, pk in enumerate(sc.probs):
+        draw = {}
+        for s in servers:
+            row = job.slowdown.get(s)
+            if row is None:
+                row = sc.slowdowns.get(s, (1.0,) * sc.count)
+            draw[s] = row[k]
+        out.append((pk, draw))
+    return out
+
+
 def problems_of(excinfo: pytest.ExceptionInfo[InvalidInputError]) -> str:
     """The problems of a raised :class:`InvalidInputError`, one per line."""
     return "\n".join(excinfo.value.problems)
