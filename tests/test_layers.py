@@ -233,6 +233,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.methods.local_search": ("solving/test_registry.py", "local_search"),
     "placement.methods.pop": ("acceptance/test_scale.py", "placement.methods.pop"),
     "placement.methods.replan": ("acceptance/test_scale.py", "previous"),
+    "placement.simulation.running": ("simulation/test_engine.py", "ratio_to"),
     "placement.methods.saa": ("solving/test_registry.py", "REGISTRY"),
     "placement.model": ("test_testing.py", "from placement.model import"),
     "placement.model.catalog": ("integrations/kubernetes/test_read.py", "gpu_profile"),

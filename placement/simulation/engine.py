@@ -6,22 +6,14 @@ the pace of the snapshot model's iteration time under the current slowdowns.
 Execution is exact between events (arrivals, completions, slowdown changes, estimate
 refreshes, re-planning rounds, scheduler rounds): a job whose iteration time is ``T`` ms
 does ``1000 dt / T`` iterations in ``dt`` seconds, and its completion time is recomputed
-whenever ``T`` changes.  ``T_j(t) = max_{n in U_j} a_jn S_n(t) + C_j`` with ``a_jn`` the
-job's compute time on the server's GPU type and ``C_j`` its ring all-reduce time at the
-bottleneck bandwidth of its servers (:func:`placement.problem.rules.comm_ms`); a hybrid job's
-``T_j(t) = (m + pp - 1) max_n (a_jn S_n(t) + q_n) + max_s D_s`` over the stage matrix its
-decision gave (:func:`placement.problem.hybrid.stage_terms`).
+whenever ``T`` changes.  A running job and its ``T`` (the snapshot model's formula, every
+architecture) are :mod:`.running`'s; configuration, beliefs and the summary are
+:mod:`.config`, :mod:`.belief` and :mod:`.metrics`.  This module is the event loop: the queue,
+the decisions and the handlers that share its state.
 
 Decisions take no simulated time; their wall time is measured and reported.  Every
 placement goes through :func:`placement.solving.driver.solve`, which validates it; the
 simulator also checks at every decision that no server holds more workers than GPUs.
-
-One file over 600 lines, on purpose for now: the event loop's state (queue, running jobs,
-slowdowns, beliefs, logs) is one object whose handlers share it; its configuration
-(:mod:`.config`), beliefs (:mod:`.belief`) and summary (:mod:`.metrics`) are apart already.
-The split of the loop itself into an event kernel, cluster state, scheduler policy and belief,
-with a kind -> handler table, belongs to the issue "The proactive loop that wins on JCT"
-(priced re-planning changes those handlers).
 """
 
 from __future__ import annotations
@@ -33,7 +25,6 @@ import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +32,8 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.logs import estimate_from_ratios
-from placement.model.records import Instance, Job, Server, Slowdown
-from placement.model.tolerances import TIE_RTOL
-from placement.problem.hybrid import pipeline_slots, stage_terms
+from placement.model.records import Instance, Server, Slowdown
 from placement.problem.reuse import share_derived
-from placement.problem.rules import comm_ms, ps_comm_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import low_share, rate_points
 from placement.simulation.config import (
@@ -60,6 +48,17 @@ from placement.simulation.config import (
 )
 from placement.simulation.dynamics import hidden_truth
 from placement.simulation.metrics import summarise
+from placement.simulation.running import (
+    Running,
+    advance,
+    finished_row,
+    iteration_ms,
+    observed,
+    placed_on,
+    problem_job,
+    set_stages,
+    shards_on,
+)
 from placement.simulation.workload import TraceJob, Workload
 from placement.solving.driver import solve
 
@@ -76,44 +75,6 @@ __all__ = [
 ]
 
 _LOG_KEYS = ("job", "worker", "server", "iteration", "duration", "ratio")
-LOG_NOISE = 0.02
-"""Multiplicative jitter (log-scale standard deviation) of the per-worker times the simulator
-logs for the estimator: measured iteration times are never exact."""
-
-
-@dataclass
-class _Running:
-    tj: TraceJob
-    alloc: dict[int, int]
-    sps: np.ndarray
-    a: np.ndarray
-    comm: float
-    ideal_ms: float
-    start: float
-    progress: float = 0.0
-    t_last: float = 0.0
-    T: float = 0.0
-    version: int = 0
-    paused_until: float = 0.0
-    straggled_iters: float = 0.0
-    moves: int = 0
-    shards: dict[int, int] = field(default_factory=dict)
-    """A parameter-server job's shards: server position -> shards."""
-    ps_sps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    ps_c: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    """Its shard servers and their push/pull times at S = 1 (``rules.ps_comm_ms``)."""
-    stages: tuple[tuple[int, ...], ...] = ()
-    """A hybrid job's stage matrix (server positions)."""
-    q: np.ndarray | float = 0.0
-    """A hybrid job's stage-boundary time per microbatch on each of ``sps`` (0 otherwise)."""
-    slots: int = 1
-    """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
-    sync: float = 0.0
-    """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
-
-    def servers(self) -> set[int]:
-        """Every server the job's draws come from: its workers' and its shards'."""
-        return set(self.alloc) | set(self.shards)
 
 
 # event kinds, in the order they are handled at equal times
@@ -158,7 +119,7 @@ class _Simulation:
         self.seq = 0
         self.now = 0.0
         self.queue: list[TraceJob] = []
-        self.running: dict[str, _Running] = {}
+        self.running: dict[str, Running] = {}
         self.on_server: list[set[str]] = [set() for _ in range(self.n)]
         self.done: list[dict[str, Any]] = []
         self.decision_walls: list[float] = []
@@ -266,23 +227,7 @@ class _Simulation:
             self.push(nxt[0], _CHANGE, nxt[1])
 
     # ----------------------------------------------------------- running
-    def _iteration_ms(self, r: _Running) -> float:
-        t = r.slots * float((r.a * self.S[r.sps] + r.q).max()) + r.sync + r.comm
-        if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
-            t += float((r.ps_c * self.S[r.ps_sps]).max())
-        return t
-
-    def _advance(self, r: _Running) -> None:
-        """Bring ``r``'s progress to now at its current iteration time."""
-        t0 = max(r.t_last, r.paused_until)
-        if self.now > t0:
-            done = (self.now - t0) * 1000.0 / r.T
-            r.progress += done
-            if r.ideal_ms * (1 + TIE_RTOL) < r.T:
-                r.straggled_iters += done
-        r.t_last = self.now
-
-    def _schedule_completion(self, r: _Running) -> None:
+    def _schedule_completion(self, r: Running) -> None:
         r.version += 1
         left = max(0.0, r.tj.iterations - r.progress)
         t_end = max(self.now, r.paused_until) + left * r.T / 1000.0
@@ -293,7 +238,7 @@ class _Simulation:
         for c in changes:
             touched |= self.on_server[c.server]
         for name in touched:
-            self._advance(self.running[name])
+            advance(self.running[name], self.now)
         for c in changes:
             self.S[c.server] = c.value
             self.slow_log["time_s"].append(c.time_s)
@@ -301,66 +246,8 @@ class _Simulation:
             self.slow_log["value"].append(float(c.value))
         for name in touched:
             r = self.running[name]
-            r.T = self._iteration_ms(r)
+            r.T = iteration_ms(r, self.S)
             self._schedule_completion(r)
-
-    def _placed_on(self, tj: TraceJob, alloc: dict[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on
-        ``alloc`` (0 for a parameter-server job: its phase is :meth:`_shards_on`'s)."""
-        sps = np.array(sorted(alloc), dtype=np.int64)
-        job = self._job(tj)
-        a = np.array([tj.compute_ms / (job.speed(self.cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
-        if not np.isfinite(a).all():
-            raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
-        return sps, a, comm_ms(job, self.cl.bandwidth([self.server_ids[sp] for sp in sps]))
-
-    def _job(self, tj: TraceJob, **extra: Any) -> Job:
-        """The placement problem's job for trace job ``tj`` (``extra``: the decision's fields)."""
-        return Job(
-            tj.id,
-            tj.workers,
-            tj.compute_ms,
-            tj.gradient_mb,
-            gpu_speed=tj.gpu_speed,
-            architecture=tj.architecture,
-            ps_shards=tj.ps_shards,
-            tp=tj.tp,
-            pp=tj.pp,
-            dp=tj.dp,
-            microbatches=tj.microbatches,
-            activation_mb=tj.activation_mb,
-            **extra,
-        )
-
-    def _set_stages(self, r: _Running, stages: Sequence[Sequence[int]] | None) -> None:
-        """A hybrid job's terms on its stage matrix (the snapshot model's formula), and its
-        ideal time; nothing for other jobs."""
-        if r.tj.architecture != "hybrid":
-            r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
-            return
-        if not stages:
-            raise SimulationError(f"job {r.tj.id!r} is a hybrid job placed without its stage matrix")
-        job = self._job(r.tj)
-        terms = stage_terms(self.cluster, job, [list(row) for row in stages])
-        q = dict(zip(terms.servers, terms.q))
-        r.stages = tuple(tuple(int(sp) for sp in row) for row in stages)
-        r.q = np.array([q[int(sp)] for sp in r.sps])
-        r.slots, r.sync = pipeline_slots(job), terms.sync_ms
-        r.ideal_ms = r.slots * float((r.a + r.q).max()) + r.sync
-
-    def _shards_on(self, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """A parameter-server job's shard servers and push/pull times at S = 1, the bandwidth
-        that of its workers' and shards' servers together (the snapshot model's formula)."""
-        if not shards:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        job = self._job(tj)
-        ps_sps = np.array(sorted(shards), dtype=np.int64)
-        bw = self.cl.bandwidth([self.server_ids[sp] for sp in sorted(set(alloc) | set(shards))])
-        c = [
-            ps_comm_ms(job, shards[sp], alloc.get(sp, 0), bw, self.cluster.servers[sp].intra_bandwidth_gbps)
-            for sp in ps_sps
-        ]
-        return ps_sps, np.array(c)
 
     def _start(
         self,
@@ -369,14 +256,14 @@ class _Simulation:
         shards: dict[int, int] | None = None,
         stages: Sequence[Sequence[int]] | None = None,
     ) -> None:
-        sps, a, comm = self._placed_on(tj, alloc)
+        sps, a, comm = placed_on(self.cluster, tj, alloc)
         if tj.architecture == "ps" and not shards:
             raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
-        ps_sps, ps_c = self._shards_on(tj, alloc, shards or {})
-        r = _Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now)
+        ps_sps, ps_c = shards_on(self.cluster, tj, alloc, shards or {})
+        r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now)
         r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
-        self._set_stages(r, stages)
-        r.T = self._iteration_ms(r)
+        set_stages(self.cluster, r, stages)
+        r.T = iteration_ms(r, self.S)
         for sp, k in alloc.items():
             self.free[sp] -= k
         for sp in r.servers():
@@ -388,39 +275,15 @@ class _Simulation:
         self.running[tj.id] = r
         self._schedule_completion(r)
 
-    def _finish(self, r: _Running) -> None:
-        self._advance(r)
+    def _finish(self, r: Running) -> None:
+        advance(r, self.now)
         for sp, k in r.alloc.items():
             self.free[sp] += k
         for sp in r.servers():
             self.on_server[sp].discard(r.tj.id)
         del self.running[r.tj.id]
-        tj = r.tj
-        run = self.now - r.start
-        ideal_run = tj.iterations * r.ideal_ms / 1000.0
-        self.busy_gpu_s += tj.workers * run
-        self.done.append(
-            {
-                "job": tj.id,
-                "workers": tj.workers,
-                "iterations": tj.iterations,
-                "submit_s": tj.submit_s,
-                "start_s": r.start,
-                "end_s": self.now,
-                "jct_s": self.now - tj.submit_s,
-                "queue_s": r.start - tj.submit_s,
-                "run_s": run,
-                "ideal_run_s": ideal_run,
-                "slowdown": run / ideal_run if ideal_run > 0 else 1.0,
-                "straggled_iterations": min(r.straggled_iters, float(tj.iterations)),
-                "servers": len(r.alloc),
-                "moves": r.moves,
-                "placement": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
-                "shards": " ".join(f"{self.server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
-                # a hybrid job's stage matrix: stages separated by "|", replicas by ","
-                "stages": "|".join(",".join(self.server_ids[sp] for sp in row) for row in r.stages),
-            }
-        )
+        self.busy_gpu_s += r.tj.workers * (self.now - r.start)
+        self.done.append(finished_row(r, self.now, self.server_ids))
 
     def _record(self) -> None:
         tl = self.timeline
@@ -493,7 +356,7 @@ class _Simulation:
             name=f"{self.cluster.name}@{self.now:.0f}s",
             servers=servers,
             jobs=tuple(
-                self._job(j, iterations=left.get(j.id, j.iterations), weight=j.weight, slowdown=self._overrides(j))
+                problem_job(j, iterations=left.get(j.id, j.iterations), weight=j.weight, slowdown=self._overrides(j))
                 for j in jobs
             ),
             switches=self.cluster.switches,
@@ -554,7 +417,7 @@ class _Simulation:
         priced = self.cfg.replan_price == "remaining"
         if priced:  # each job by the work it has left; a move pays its restart once
             for r in runs:
-                self._advance(r)
+                advance(r, self.now)
             left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
             inst = self._decision_instance([r.tj for r in runs], free, left, "weighted_expected_jct")
             restart = {r.tj.id: r.tj.weight * self.cfg.restart_s for r in runs if self.cfg.restart_s > 0}
@@ -595,7 +458,7 @@ class _Simulation:
             )  # a hybrid job whose servers stay keeps its mapping: a new one would restart it
         ]
         for r in moved:
-            self._advance(r)
+            advance(r, self.now)
             for sp, k in r.alloc.items():
                 self.free[sp] += k
             for sp in r.servers():
@@ -609,10 +472,10 @@ class _Simulation:
             r.shards = shards_of(r.tj.id)
             for sp in r.servers():
                 self.on_server[sp].add(r.tj.id)
-            r.sps, r.a, r.comm = self._placed_on(r.tj, alloc)
-            r.ps_sps, r.ps_c = self._shards_on(r.tj, alloc, r.shards)
-            self._set_stages(r, stages_of(r.tj.id))
-            r.T = self._iteration_ms(r)
+            r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
+            r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
+            set_stages(self.cluster, r, stages_of(r.tj.id))
+            r.T = iteration_ms(r, self.S)
             r.paused_until = self.now + self.cfg.restart_s
             self.migrations += 1
             self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
@@ -624,33 +487,19 @@ class _Simulation:
 
     # -------------------------------------------------- proactive loop
     def _log_iterations(self) -> None:
-        """One logged iteration of every running multi-worker job: each worker's time under
-        the current slowdowns, with a little measurement noise, and its ratio to the job's
-        median worker, or with ``ratio_to="profiled"`` to its straggler-free time there (what
-        the estimator bins; then one-worker jobs log too).  A hybrid job logs each group's compute
-        time of one microbatch (``worker`` = its group index ``r + dp s``; the stage-boundary
-        times are the network's, not the server's)."""
+        """One logged iteration of every running job that shows one (:func:`.running.observed`)."""
         rows: dict[str, list[Any]] = {k: [] for k in _LOG_KEYS}
         for r in self.running.values():
-            if r.stages:
-                dp = len(r.stages[0])
-                sps = np.array([r.stages[g // dp][g % dp] for g in range(len(r.stages) * dp)], dtype=np.int64)
-                a_of = dict(zip(r.sps.tolist(), r.a.tolist()))
-                a = np.array([a_of[int(sp)] for sp in sps])
-            else:
-                counts = np.array([r.alloc[int(sp)] for sp in r.sps])
-                sps = np.repeat(r.sps, counts)
-                a = np.repeat(r.a, counts)
-            profiled = self.cfg.ratio_to == "profiled"
-            if len(sps) < 2 and not profiled:
-                continue  # a lone worker has no median to compare with
-            d = a * self.S[sps] * np.exp(LOG_NOISE * self.rng.standard_normal(len(sps)))
+            seen = observed(r, self.S, self.rng, self.cfg.ratio_to)
+            if seen is None:
+                continue
+            sps, d, ratio = seen
             rows["job"] += [self.job_code[r.tj.id]] * len(sps)
             rows["worker"] += list(range(len(sps)))
             rows["server"] += sps.tolist()
             rows["iteration"] += [int(r.progress)] * len(sps)
             rows["duration"] += d.tolist()
-            rows["ratio"] += (d / (a if profiled else float(np.median(d)))).tolist()
+            rows["ratio"] += ratio.tolist()
         if not rows["job"]:
             return
         self.log_chunks.append((self.now, {k: np.asarray(v) for k, v in rows.items()}))

@@ -1,0 +1,207 @@
+"""A running job of the simulator and its iteration time: the snapshot model's formula on the
+servers, shards and stage matrix its decision gave, under the current slowdowns ``S``.
+
+``T = slots max_n (a_n S_n + q_n) + sync + C`` (+ a parameter-server job's push/pull phase over
+its shards' servers, the same draws): ``slots = 1``, ``q = 0`` and ``sync = 0`` but for hybrid
+jobs (:func:`placement.problem.hybrid.stage_terms`), ``C`` the all-reduce (0 for hybrid and
+parameter-server jobs).  Also what a running job shows the estimator (:func:`observed`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from placement.model.records import Instance, Job
+from placement.model.tolerances import TIE_RTOL
+from placement.problem.hybrid import pipeline_slots, stage_terms
+from placement.problem.rules import comm_ms, ps_comm_ms
+from placement.problem.topology import cluster_of
+from placement.simulation.config import SimulationError
+from placement.simulation.workload import TraceJob
+
+__all__ = [
+    "Running",
+    "advance",
+    "finished_row",
+    "problem_job",
+    "placed_on",
+    "shards_on",
+    "set_stages",
+    "iteration_ms",
+    "observed",
+    "LOG_NOISE",
+]
+
+LOG_NOISE = 0.02
+"""Multiplicative jitter (log-scale standard deviation) of the per-worker times the simulator
+logs for the estimator: measured iteration times are never exact."""
+
+
+@dataclass
+class Running:
+    tj: TraceJob
+    alloc: dict[int, int]
+    sps: np.ndarray
+    a: np.ndarray
+    comm: float
+    ideal_ms: float
+    start: float
+    progress: float = 0.0
+    t_last: float = 0.0
+    T: float = 0.0
+    version: int = 0
+    paused_until: float = 0.0
+    straggled_iters: float = 0.0
+    moves: int = 0
+    shards: dict[int, int] = field(default_factory=dict)
+    """A parameter-server job's shards: server position -> shards."""
+    ps_sps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ps_c: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """Its shard servers and their push/pull times at S = 1 (``rules.ps_comm_ms``)."""
+    stages: tuple[tuple[int, ...], ...] = ()
+    """A hybrid job's stage matrix (server positions)."""
+    q: np.ndarray | float = 0.0
+    """A hybrid job's stage-boundary time per microbatch on each of ``sps`` (0 otherwise)."""
+    slots: int = 1
+    """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
+    sync: float = 0.0
+    """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
+
+    def servers(self) -> set[int]:
+        """Every server the job's draws come from: its workers' and its shards'."""
+        return set(self.alloc) | set(self.shards)
+
+
+def problem_job(tj: TraceJob, **extra: Any) -> Job:
+    """The placement problem's job for trace job ``tj`` (``extra``: a decision's fields)."""
+    return Job(
+        tj.id,
+        tj.workers,
+        tj.compute_ms,
+        tj.gradient_mb,
+        gpu_speed=tj.gpu_speed,
+        architecture=tj.architecture,
+        ps_shards=tj.ps_shards,
+        tp=tj.tp,
+        pp=tj.pp,
+        dp=tj.dp,
+        microbatches=tj.microbatches,
+        activation_mb=tj.activation_mb,
+        **extra,
+    )
+
+
+def placed_on(cluster: Instance, tj: TraceJob, alloc: dict[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
+    """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on
+    ``alloc`` (0 for a parameter-server job: its phase is :func:`shards_on`'s)."""
+    sps = np.array(sorted(alloc), dtype=np.int64)
+    job = problem_job(tj)
+    a = np.array([tj.compute_ms / (job.speed(cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
+    if not np.isfinite(a).all():
+        raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
+    return sps, a, comm_ms(job, cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sps]))
+
+
+def shards_on(
+    cluster: Instance, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """A parameter-server job's shard servers and push/pull times at S = 1, the bandwidth
+    that of its workers' and shards' servers together (the snapshot model's formula)."""
+    if not shards:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    job = problem_job(tj)
+    ps_sps = np.array(sorted(shards), dtype=np.int64)
+    bw = cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sorted(set(alloc) | set(shards))])
+    c = [ps_comm_ms(job, shards[sp], alloc.get(sp, 0), bw, cluster.servers[sp].intra_bandwidth_gbps) for sp in ps_sps]
+    return ps_sps, np.array(c)
+
+
+def set_stages(cluster: Instance, r: Running, stages: Sequence[Sequence[int]] | None) -> None:
+    """A hybrid job's terms on its stage matrix, and every job's ideal time ``T°``."""
+    if r.tj.architecture != "hybrid":
+        r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
+        return
+    if not stages:
+        raise SimulationError(f"job {r.tj.id!r} is a hybrid job placed without its stage matrix")
+    job = problem_job(r.tj)
+    terms = stage_terms(cluster, job, [list(row) for row in stages])
+    q = dict(zip(terms.servers, terms.q))
+    r.stages = tuple(tuple(int(sp) for sp in row) for row in stages)
+    r.q = np.array([q[int(sp)] for sp in r.sps])
+    r.slots, r.sync = pipeline_slots(job), terms.sync_ms
+    r.ideal_ms = r.slots * float((r.a + r.q).max()) + r.sync
+
+
+def iteration_ms(r: Running, S: np.ndarray) -> float:
+    """``r``'s iteration time under the slowdowns ``S`` (one per server)."""
+    t = r.slots * float((r.a * S[r.sps] + r.q).max()) + r.sync + r.comm
+    if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
+        t += float((r.ps_c * S[r.ps_sps]).max())
+    return t
+
+
+def observed(
+    r: Running, S: np.ndarray, rng: np.random.Generator, ratio_to: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One logged iteration of ``r``: each worker's server, its time under ``S`` with a
+    little measurement noise, and its ratio to the job's median worker or, with ``ratio_to``
+    ``"profiled"``, to its straggler-free time there (what the estimator bins); ``None`` for a
+    lone worker with nothing to compare to.  A hybrid job shows each group's compute time of
+    one microbatch, in group order ``r + dp s`` (the stage-boundary times are the network's)."""
+    if r.stages:
+        dp = len(r.stages[0])
+        sps = np.array([r.stages[g // dp][g % dp] for g in range(len(r.stages) * dp)], dtype=np.int64)
+        a_of = dict(zip(r.sps.tolist(), r.a.tolist()))
+        a = np.array([a_of[int(sp)] for sp in sps])
+    else:
+        counts = np.array([r.alloc[int(sp)] for sp in r.sps])
+        sps = np.repeat(r.sps, counts)
+        a = np.repeat(r.a, counts)
+    profiled = ratio_to == "profiled"
+    if len(sps) < 2 and not profiled:
+        return None
+    d = a * S[sps] * np.exp(LOG_NOISE * rng.standard_normal(len(sps)))
+    return sps, d, d / (a if profiled else float(np.median(d)))
+
+
+def advance(r: Running, now: float) -> None:
+    """Bring ``r``'s progress to ``now`` at its current iteration time (none while it restarts)."""
+    t0 = max(r.t_last, r.paused_until)
+    if now > t0:
+        done = (now - t0) * 1000.0 / r.T
+        r.progress += done
+        if r.ideal_ms * (1 + TIE_RTOL) < r.T:
+            r.straggled_iters += done
+    r.t_last = now
+
+
+def finished_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str, Any]:
+    """The per-job row of a job finishing at ``now`` (``jobs/<config>.csv``)."""
+    tj = r.tj
+    run = now - r.start
+    ideal_run = tj.iterations * r.ideal_ms / 1000.0
+    return {
+        "job": tj.id,
+        "workers": tj.workers,
+        "iterations": tj.iterations,
+        "submit_s": tj.submit_s,
+        "start_s": r.start,
+        "end_s": now,
+        "jct_s": now - tj.submit_s,
+        "queue_s": r.start - tj.submit_s,
+        "run_s": run,
+        "ideal_run_s": ideal_run,
+        "slowdown": run / ideal_run if ideal_run > 0 else 1.0,
+        "straggled_iterations": min(r.straggled_iters, float(tj.iterations)),
+        "servers": len(r.alloc),
+        "moves": r.moves,
+        "placement": " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
+        "shards": " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
+        # a hybrid job's stage matrix: stages separated by "|", replicas by ","
+        "stages": "|".join(",".join(server_ids[sp] for sp in row) for row in r.stages),
+    }
