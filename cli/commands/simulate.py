@@ -42,7 +42,9 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     "-m", "--methods", default="greedy", show_default=True, help="Comma-separated methods (or module:function)."
 )
 @click.option("--knowledge", default="oracle", show_default=True, help="Comma-separated: oracle, estimated, oblivious.")
-@click.option("--dynamics", default="markov", show_default=True, help="Comma-separated: none, static, markov, replay.")
+@click.option(
+    "--dynamics", default="markov", show_default=True, help="Comma-separated: none, static, markov, mixed, replay."
+)
 @click.option(
     "--replay",
     "replay_path",
@@ -55,7 +57,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     type=FiniteRange(30, 36000),
     default=600.0,
     show_default=True,
-    help="Median length of a slow episode (markov).",
+    help="Median length of a slow episode (markov, mixed).",
+)
+@click.option(
+    "--persistent-share",
+    type=FiniteRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="With --dynamics mixed: the share of each server's slow time spent persistently slow.",
 )
 @click.option(
     "--queue",
@@ -201,6 +210,7 @@ def simulate(
     dynamics: str,
     replay_path: str | None,
     episode_median_s: float,
+    persistent_share: float,
     queue: str,
     plan_by: str,
     decision_time_limit: float,
@@ -271,6 +281,7 @@ def simulate(
         trace_options.update(hybrid_fraction=hybrid_fraction, hybrid_seed=hybrid_seed)
     common = {
         "episode_median_s": episode_median_s,
+        "persistent_share": persistent_share,
         "queue": queue,
         "decision_time_limit_s": decision_time_limit,
         "round_s": round_s,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.errors import InvalidInputError, PlacementError
-from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S
+from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
 from placement.solving.registry import get_method
 
 __all__ = [
@@ -88,6 +88,8 @@ class SimConfig:
     the iteration logs (``estimated``), or nothing (``oblivious``)."""
     dynamics: str = "markov"
     episode_median_s: float = EPISODE_MEDIAN_S
+    persistent_share: float = PERSISTENT_SHARE
+    """``mixed`` dynamics: the share of each server's slow time spent persistently slow."""
     replay_path: str | None = None
     queue: str = "fifo"
     decision_time_limit_s: float = 1.0
@@ -124,6 +126,8 @@ class SimConfig:
             problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
         if self.dynamics == "replay" and not self.replay_path:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
+        if not (isinstance(self.persistent_share, (int, float)) and 0.0 <= self.persistent_share <= 1.0):
+            problems.append(f"persistent_share must be a number in [0, 1], got {self.persistent_share!r}")
         if self.plan_by not in PLAN_BY:
             problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
         if self.ratio_to not in RATIO_TO:

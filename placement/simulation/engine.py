@@ -109,7 +109,12 @@ class _Simulation:
         self.server_ids = [s.id for s in cluster.servers]
         self.cl = cluster_of(cluster)
         self.truth = hidden_truth(
-            cluster, cfg.dynamics, seed=cfg.seed, episode_median_s=cfg.episode_median_s, replay_path=cfg.replay_path
+            cluster,
+            cfg.dynamics,
+            seed=cfg.seed,
+            episode_median_s=cfg.episode_median_s,
+            persistent_share=cfg.persistent_share,
+            replay_path=cfg.replay_path,
         )
         self.S = self.truth.start()
         self.S0 = self.S.copy()

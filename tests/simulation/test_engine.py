@@ -14,7 +14,7 @@ from placement.evaluation import evaluate
 from placement.model import Instance, Link, Server, Slowdown, Switch
 from placement.problem import cluster_of
 from placement.problem.rules import comm_ms
-from placement.simulation.dynamics import episode_mean_s, hidden_truth, stationary
+from placement.simulation.dynamics import stationary
 from placement.simulation.engine import SimConfig, simulate
 from placement.simulation.workload import TraceJob, Workload
 
@@ -100,26 +100,6 @@ def test_markov_time_per_iteration_tends_to_the_inverse_mean_rate(workers):
     inst = c.replace(jobs=(_job(workers),))
     e_t = evaluate(inst, {"j": {s.id: 1 for s in c.servers}}).jobs["j"].expected_iteration_ms
     assert e_t > truth and abs(x.mean() - e_t) > 10 * se
-
-
-def test_markov_long_run_shares_match_the_distribution():
-    d = Slowdown((1.0, 1.5, 4.0), (0.85, 0.1, 0.05))
-    c = cluster([d])
-    series = hidden_truth(c, "markov", seed=3, episode_median_s=120.0)
-    s0 = series.start()
-    t_prev, v_prev, horizon = 0.0, float(s0[0]), 3e7
-    time_at: dict[float, float] = {}
-    for t, changes in series.changes(s0):
-        t = min(t, horizon)
-        time_at[v_prev] = time_at.get(v_prev, 0.0) + t - t_prev
-        if t >= horizon:
-            break
-        t_prev, v_prev = t, changes[0].value
-    shares = {v: time_at.get(v, 0.0) / horizon for v in d.values}
-    cycle = episode_mean_s(120.0) / 0.15
-    n_cycles = horizon / cycle
-    for v, p in zip(d.values, d.probs):
-        assert abs(shares[v] - p) <= Z * 2 * math.sqrt(p * (1 - p) / n_cycles), (v, shares[v], p)
 
 
 def test_every_job_finishes_once_and_no_server_is_over_committed():

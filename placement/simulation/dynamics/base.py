@@ -1,0 +1,172 @@
+"""What every model of the hidden truth shares: the change record, the episode length law,
+the per-server random streams, and the scenario table.
+
+A model is a :class:`Dynamics` subclass with a ``name``; :meth:`Dynamics.start` gives every
+server's slowdown at time 0 and :meth:`Dynamics.changes` yields every later change in time
+order, lazily (a run of weeks keeps one pending change per server).
+
+Every random draw comes from one seed: each server gets its own stream spawned from it
+(``streams[i]`` for server position ``i``), the scenario clock the next one
+(``streams[n]``), and a model that needs more takes ``streams[n + 1]`` on; so the series do
+not depend on the order events are processed in, and adding a model changes no other
+model's series.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from placement.model.records import Instance
+
+__all__ = [
+    "EPISODE_MEDIAN_S",
+    "EPISODE_SIGMA",
+    "EPISODE_MIN_S",
+    "EPISODE_MAX_S",
+    "PERSISTENT_SHARE",
+    "Change",
+    "Dynamics",
+    "DynamicsOptions",
+    "episode_mean_s",
+    "stationary",
+]
+
+EPISODE_MEDIAN_S = 600.0
+EPISODE_SIGMA = 1.0
+"""Log-scale spread of episode lengths (a 68% interval of median x/÷ e)."""
+EPISODE_MIN_S = 30.0
+EPISODE_MAX_S = 36_000.0
+PERSISTENT_SHARE = 0.5
+"""``mixed``: the share of each server's slow time that comes from being persistently slow."""
+
+
+@dataclass(frozen=True)
+class Change:
+    time_s: float
+    server: int
+    """Server position in the cluster instance."""
+    value: float
+
+
+@dataclass(frozen=True)
+class DynamicsOptions:
+    """The knobs of the models (each model reads the ones it needs)."""
+
+    episode_median_s: float = EPISODE_MEDIAN_S
+    persistent_share: float = PERSISTENT_SHARE
+    replay: dict[str, list[tuple[float, float]]] | None = None
+    """``replay``: each server's ``(time_s, slowdown)`` rows (:func:`read_replay`)."""
+
+    def problems(self) -> list[str]:
+        out = []
+        if not (math.isfinite(self.episode_median_s) and EPISODE_MIN_S <= self.episode_median_s <= EPISODE_MAX_S):
+            out.append(
+                f"episode_median_s must be a number in [{EPISODE_MIN_S:g}, {EPISODE_MAX_S:g}], "
+                f"got {self.episode_median_s!r}"
+            )
+        if not (math.isfinite(self.persistent_share) and 0.0 <= self.persistent_share <= 1.0):
+            out.append(f"persistent_share must be a number in [0, 1], got {self.persistent_share!r}")
+        return out
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def episode_mean_s(
+    median_s: float, sigma: float = EPISODE_SIGMA, lo: float = EPISODE_MIN_S, hi: float = EPISODE_MAX_S
+) -> float:
+    """Mean of the clipped lognormal episode length (exact, from the normal CDF)."""
+    mu = math.log(median_s)
+    za, zb = (math.log(lo) - mu) / sigma, (math.log(hi) - mu) / sigma
+    inner = math.exp(mu + sigma**2 / 2) * (_phi(zb - sigma) - _phi(za - sigma))
+    return lo * _phi(za) + hi * (1.0 - _phi(zb)) + inner
+
+
+def stationary(values: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Support points and probabilities with zero-probability points dropped and equal
+    values merged, sorted by value: the states of the Markov process and their long-run
+    shares."""
+    keep = probs > 0
+    u, inv = np.unique(np.asarray(values, dtype=float)[keep], return_inverse=True)
+    q = np.bincount(inv, weights=np.asarray(probs, dtype=float)[keep], minlength=len(u))
+    return u, q / q.sum()
+
+
+def draw(rng: np.random.Generator, values: np.ndarray, probs: np.ndarray) -> float:
+    """One value of a discrete law (one uniform draw)."""
+    return float(values[min(int(np.searchsorted(np.cumsum(probs), rng.random(), side="right")), len(values) - 1)])
+
+
+class Dynamics:
+    """The hidden slowdowns of every server (subclass and set ``name``)."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    extra_streams: ClassVar[int] = 0
+    """Streams a model needs beyond one per server and the scenario clock."""
+
+    def __init__(self, cluster: Instance, *, seed: int, options: DynamicsOptions | None = None) -> None:
+        self.options = options or DynamicsOptions()
+        bad = self.options.problems()
+        if bad:
+            raise ValueError("; ".join(bad))
+        self.cluster = cluster
+        self.n = len(cluster.servers)
+        self.median = self.options.episode_median_s
+        self.mean_episode = episode_mean_s(self.median)
+        root = np.random.SeedSequence(int(seed) % 2**63)
+        streams = root.spawn(self.n + 1 + self.extra_streams)
+        self.rngs = [np.random.default_rng(s) for s in streams[: self.n]]
+        self.clock_rng = np.random.default_rng(streams[self.n])
+        self.extra_rngs = [np.random.default_rng(s) for s in streams[self.n + 1 :]]
+        self.states: list[tuple[np.ndarray, np.ndarray]] = []
+        sc = cluster.scenarios
+        self.scen_probs = np.ones(1)
+        self.table = np.ones((self.n, 1))
+        if sc is not None:
+            self.scen_probs = np.asarray(sc.probs, dtype=float) / sum(sc.probs)
+            table = np.ones((self.n, sc.count))
+            for sid, row in sc.slowdowns.items():
+                table[cluster.server_pos[sid]] = row
+            self.table = table
+        else:
+            self.states = [
+                stationary(np.asarray(s.slowdown.values), np.asarray(s.slowdown.probs)) for s in cluster.servers
+            ]
+
+    @property
+    def scenarios(self) -> bool:
+        return self.cluster.scenarios is not None
+
+    # ----------------------------------------------------------- helpers
+    def episode(self, rng: np.random.Generator) -> float:
+        """One episode length of the law (lognormal, clipped)."""
+        x = float(np.exp(rng.normal(math.log(self.median), EPISODE_SIGMA)))
+        return min(max(x, EPISODE_MIN_S), EPISODE_MAX_S)
+
+    def draw_scenario(self) -> int:
+        return int(draw(self.clock_rng, np.arange(len(self.scen_probs), dtype=float), self.scen_probs))
+
+    def scenario_epochs(self) -> Iterator[tuple[float, list[Change]]]:
+        """All servers together: the scenario is re-drawn at epochs of the episode law."""
+        t = 0.0
+        while True:
+            t += self.episode(self.clock_rng)
+            k = self.draw_scenario()
+            yield t, [Change(t, sp, float(self.table[sp, k])) for sp in range(self.n)]
+
+    # ------------------------------------------------------------ series
+    def start(self) -> np.ndarray:
+        """Every server's slowdown at time 0."""
+        raise NotImplementedError
+
+    def changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
+        """``(time, changes)`` after time 0, in time order, from the state ``s0`` that
+        :meth:`start` returned."""
+        raise NotImplementedError

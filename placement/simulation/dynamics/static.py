@@ -1,0 +1,23 @@
+"""``static``: each server draws its S once from its distribution and keeps it (persistent
+stragglers); with a scenario table, one scenario is drawn and kept."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from placement.simulation.dynamics.base import Change, Dynamics, draw
+
+
+class Static(Dynamics):
+    name = "static"
+    summary = "each server draws its S once and keeps it (persistent stragglers)"
+
+    def start(self) -> np.ndarray:
+        if self.scenarios:
+            return self.table[:, self.draw_scenario()].copy()
+        return np.array([draw(rng, v, p) for rng, (v, p) in zip(self.rngs, self.states)])
+
+    def changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
+        return iter(())

@@ -1,0 +1,154 @@
+"""The hidden truth's models: each follows its law (long-run shares, persistence), the table
+holds them all, and a model's series depends on its seed only."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from placement.errors import InvalidInputError
+from placement.model import Instance, Link, Server, Slowdown, Switch
+from placement.simulation.config import SimConfig
+from placement.simulation.dynamics import (
+    DYNAMICS,
+    Dynamics,
+    DynamicsOptions,
+    episode_mean_s,
+    hidden_truth,
+    read_replay,
+)
+
+Z = 3.29
+"""Normal quantile of the 99.9% two-sided confidence intervals the statistical checks use."""
+
+
+def cluster(slowdowns: list[Slowdown]) -> Instance:
+    servers = tuple(Server(f"s{i}", 1, "A100", 2400.0, slowdown=d) for i, d in enumerate(slowdowns))
+    return Instance("sim", servers, (), (Switch("tor"),), tuple(Link(s.id, "tor", 100.0) for s in servers))
+
+
+def time_at_values(series: Dynamics, horizon: float) -> np.ndarray:
+    """Seconds each server spends above its lowest value in [0, horizon]."""
+    s = series.start()
+    low = np.array([min(x.slowdown.values) for x in series.cluster.servers])
+    slow = np.zeros(series.n)
+    last = np.zeros(series.n)
+    for t, changes in series.changes(s.copy()):
+        if t >= horizon:
+            break
+        for c in changes:
+            if s[c.server] > low[c.server]:
+                slow[c.server] += t - last[c.server]
+            last[c.server], s[c.server] = t, c.value
+    slow += np.where(s > low, horizon - last, 0.0)
+    return slow
+
+
+def test_the_table_names_every_model_and_the_config_and_cli_read_it():
+    assert set(DYNAMICS) == {"none", "static", "markov", "mixed", "replay"}
+    assert all(issubclass(cls, Dynamics) and cls.name == name for name, cls in DYNAMICS.items())
+    with pytest.raises(InvalidInputError, match="dynamics must be one of none, static, markov, mixed, replay"):
+        SimConfig(dynamics="bursty")
+    with pytest.raises(InvalidInputError, match="persistent_share"):
+        SimConfig(dynamics="mixed", persistent_share=1.5)
+    with pytest.raises(ValueError, match="episode_median_s"):
+        hidden_truth(cluster([Slowdown((1.0,), (1.0,))]), "markov", seed=0, episode_median_s=5.0)
+    assert DynamicsOptions(persistent_share=-0.1).problems()
+
+
+def test_markov_long_run_shares_match_the_distribution():
+    d = Slowdown((1.0, 1.5, 4.0), (0.85, 0.1, 0.05))
+    c = cluster([d])
+    series = hidden_truth(c, "markov", seed=3, episode_median_s=120.0)
+    s0 = series.start()
+    t_prev, v_prev, horizon = 0.0, float(s0[0]), 3e7
+    time_at: dict[float, float] = {}
+    for t, changes in series.changes(s0):
+        t = min(t, horizon)
+        time_at[v_prev] = time_at.get(v_prev, 0.0) + t - t_prev
+        if t >= horizon:
+            break
+        t_prev, v_prev = t, changes[0].value
+    shares = {v: time_at.get(v, 0.0) / horizon for v in d.values}
+    cycle = episode_mean_s(120.0) / 0.15
+    n_cycles = horizon / cycle
+    for v, p in zip(d.values, d.probs):
+        assert abs(shares[v] - p) <= Z * 2 * math.sqrt(p * (1 - p) / n_cycles), (v, shares[v], p)
+
+
+def test_none_and_static_never_change_and_static_draws_from_the_law():
+    d = Slowdown((1.0, 2.0), (0.7, 0.3))
+    c = cluster([d] * 400)
+    assert (hidden_truth(c, "none", seed=1).start() == 1.0).all()
+    st = hidden_truth(c, "static", seed=1)
+    s = st.start()
+    assert list(st.changes(s)) == []
+    share = float((s > 1.0).mean())
+    assert abs(share - 0.3) <= Z * math.sqrt(0.3 * 0.7 / 400)
+
+
+@pytest.mark.parametrize("ps", [0.0, 0.5, 1.0])
+def test_mixed_keeps_each_servers_long_run_law_and_hides_who_is_persistent(ps):
+    d = Slowdown((1.0, 2.0, 3.0), (0.6, 0.3, 0.1))
+    c = cluster([d] * 200)
+    series = hidden_truth(c, "mixed", seed=7, episode_median_s=60.0, persistent_share=ps)
+    s0 = series.start()
+    persistent = series.persistent
+    # persistence is drawn per server with probability ps x (1 - p_low)
+    n, p = len(c.servers), ps * 0.4
+    assert abs(persistent.mean() - p) <= Z * math.sqrt(max(p * (1 - p), 1e-9) / n) + 1e-12
+    # a persistent server starts slow and never changes
+    assert (s0[persistent] > 1.0).all()
+    moved = {ch.server for _, batch in itertools.islice(series.changes(s0.copy()), 20_000) for ch in batch}
+    assert not moved & set(np.flatnonzero(persistent).tolist())
+    # the fleet's slow share is the law's (0.4), whatever the split
+    horizon = 3e5
+    slow = time_at_values(hidden_truth(c, "mixed", seed=7, episode_median_s=60.0, persistent_share=ps), horizon)
+    fleet = slow.sum() / (n * horizon)
+    assert abs(fleet - 0.4) <= Z * math.sqrt(0.4 * 0.6 / n) + 0.01, fleet
+    # the episodes of the rest come less often the more of the slow time is persistent
+    if 0 < ps < 1:
+        transient = ~persistent
+        expected = 0.4 * (1 - ps) / (1 - ps * 0.4)
+        assert abs(slow[transient].mean() / horizon - expected) <= 0.03
+
+
+def test_mixed_with_no_persistent_share_is_markov_in_law():
+    d = Slowdown((1.0, 2.5), (0.8, 0.2))
+    c = cluster([d] * 200)
+    a = time_at_values(hidden_truth(c, "mixed", seed=2, episode_median_s=60.0, persistent_share=0.0), 3e5)
+    b = time_at_values(hidden_truth(c, "markov", seed=2, episode_median_s=60.0), 3e5)
+    assert abs(a.mean() - b.mean()) / 3e5 <= 0.01
+
+
+def test_a_models_series_depends_on_its_seed_only():
+    c = cluster([Slowdown((1.0, 2.0), (0.8, 0.2))] * 20)
+    for kind in ("static", "markov", "mixed"):
+        a, b = hidden_truth(c, kind, seed=4), hidden_truth(c, kind, seed=4)
+        sa, sb = a.start(), b.start()
+        assert (sa == sb).all()
+        ca = [(t, [(x.server, x.value) for x in ch]) for t, ch in itertools.islice(a.changes(sa), 200)]
+        cb = [(t, [(x.server, x.value) for x in ch]) for t, ch in itertools.islice(b.changes(sb), 200)]
+        assert ca == cb
+    # mixed draws persistence from a stream of its own: its transient servers' first
+    # state is markov's where both use the same law (persistent_share 0)
+    m0 = hidden_truth(c, "mixed", seed=4, persistent_share=0.0).start()
+    mk = hidden_truth(c, "markov", seed=4).start()
+    assert (m0 == mk).all()
+
+
+def test_replay_reads_every_bad_row_at_once(tmp_path):
+    p = tmp_path / "r.csv"
+    p.write_text("time_s,server,slowdown\n0,s0,2\nx,s1,1\n5,,0.5\n")
+    with pytest.raises(InvalidInputError) as e:
+        read_replay(p)
+    text = str(e.value)
+    assert "row 3" in text and "row 4" in text and "empty server" in text
+    p.write_text("time_s,server,slowdown\n0,s0,2\n10,s0,1\n10,s1,3\n")
+    series = hidden_truth(cluster([Slowdown((1.0,), (1.0,))] * 2), "replay", seed=0, replay_path=p)
+    s0 = series.start()
+    assert s0.tolist() == [2.0, 1.0]
+    assert [(t, [(x.server, x.value) for x in ch]) for t, ch in series.changes(s0)] == [(10.0, [(0, 1.0), (1, 3.0)])]
