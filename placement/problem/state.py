@@ -230,13 +230,16 @@ class State:
     def hybrid_cost(self, jp: int, alloc: Mapping[int, int]) -> float:
         """A hybrid job's cost on ``alloc`` with the best canonical mapping of its groups
         (:func:`~placement.problem.hybrid.best_stages` without swaps, which the driver's final
-        mapping only improves); inf past its deadline or when its groups are not whole."""
+        mapping only improves); inf past its deadline, when its groups are not whole, or when
+        its servers cannot reach each other."""
         job = self.instance.jobs[jp]
         key = (jp, tuple(sorted((int(sp), int(k)) for sp, k in alloc.items() if k > 0)))
         c = self._hybrid_cache.get(key)
         if c is None:
             if not key[1] or any(k % job.unit for _, k in key[1]) or sum(k for _, k in key[1]) != job.workers:
                 c = math.inf
+            elif len({int(self.component[sp]) for sp, _ in key[1]}) > 1:
+                c = math.inf  # servers that cannot reach each other (even with nothing to send)
             else:
                 _, t = best_stages(self.instance, jp, dict(key[1]), swaps=False)
                 ok = math.isfinite(t) and meets_deadline(job, t)

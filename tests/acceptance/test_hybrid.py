@@ -234,6 +234,23 @@ def test_every_method_is_valid_on_random_hybrid_instances(inst):
         check_solution(inst, sol)
 
 
+def test_local_search_never_spreads_a_job_with_nothing_to_send_over_an_unlinked_server():
+    # found by hypothesis: s0 has no link; a pure data-parallel job with 0 MB gradients cost
+    # the same anywhere, and local search moved a group onto s0 (the validator refused it)
+    from placement.model import Instance, Link, Server, Switch
+
+    servers = tuple(Server(f"s{i}", 1, "A", 300.0) for i in range(3)) + (
+        Server("s3", 1, "A", 300.0, slowdown=Slowdown((1.0, 1.1), (0.5, 0.5))),
+    )
+    links = (Link("r0", "core", 25.0),) + tuple(Link(f"s{i}", "r0", 25.0) for i in (1, 2, 3))
+    job = Job("j0", 3, 10.0, 0.0, architecture="hybrid", tp=1, pp=1, dp=3)
+    inst = Instance("unlinked", servers, (job,), (Switch("core"), Switch("r0")), links, admission="all")
+    for method in ("local_search", "greedy", "auto"):
+        sol = placement.solve(inst, method, time_limit_s=2)
+        check_solution(inst, sol)
+        assert "s0" not in sol.assignment["j0"]
+
+
 @given(inst=instances(max_servers=3, max_jobs=2, max_gpus=4, hybrid=True, admission="all"))
 @settings(deadline=None, max_examples=25)
 def test_no_method_beats_the_oracle_and_auto_reaches_it(inst):
