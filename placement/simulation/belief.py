@@ -1,16 +1,21 @@
-"""What the scheduler may believe of a server's slowdown beyond its distribution: the share of
-time it spends out of slow episodes, and the steady rate a long job runs at through many of them."""
+"""What the scheduler believes of the servers' slowdowns (:class:`Belief`): the true laws
+(``oracle``), the refitted estimates (``estimated``) or none (``oblivious``), seen as
+distributions or as the steady rate a long job runs at through many slow episodes
+(``plan_by``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from placement.model.records import Server, Slowdown
+from placement.model.records import Instance, Server, Slowdown
+from placement.simulation.config import RATE_CYCLES
 
-__all__ = ["low_share", "rate_points"]
+__all__ = ["Belief", "low_share", "rate_points"]
 
 
 def low_share(d: Slowdown) -> float:
@@ -35,3 +40,66 @@ def rate_points(servers: Sequence[Server], scen: Any) -> dict[str, Slowdown]:
             v, p = np.asarray(s.slowdown.values), np.asarray(s.slowdown.probs)
             out[s.id] = Slowdown((float(1.0 / (p @ (1.0 / v))),), (1.0,))
     return out
+
+
+class Belief:
+    """What decisions see of the servers: :attr:`servers` (their believed distributions),
+    :attr:`scenarios` (the scenario table, with oracle knowledge of a correlated cluster),
+    and :meth:`overrides` (a long job's own steady-rate view under ``plan_by="duration"``).
+
+    ``mean_episode_s`` is the episode law's mean when the truth has episodes (``None``
+    otherwise): it sets the slow-state cycle that tells long jobs from short ones."""
+
+    def __init__(
+        self, cluster: Instance, *, knowledge: str, plan_by: str, truthful: bool, mean_episode_s: float | None
+    ) -> None:
+        self.cluster = cluster
+        self.knowledge = knowledge
+        self.plan_by = plan_by
+        self.truthful = truthful
+        """Whether the truth has slowdowns at all (not ``dynamics="none"``)."""
+        self.mean_episode_s = mean_episode_s
+        self.update(None)
+
+    def update(self, estimates: Mapping[str, Slowdown] | None) -> None:
+        """Believe ``estimates`` (``estimated`` knowledge; servers without one keep the
+        cluster's law), or what the knowledge gives without them."""
+        k = self.knowledge
+        if k == "oracle" and self.truthful:
+            servers = self.cluster.servers
+        elif k != "estimated" or not estimates:  # oblivious; or the truth is no slowdown at all
+            servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
+        else:
+            servers = tuple(
+                dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers
+            )
+        scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
+        self.rate_view = rate_points(servers, scen)
+        self.table = scen
+        self.scenarios = scen
+        if self.plan_by == "rate":
+            servers = tuple(dataclasses.replace(s, slowdown=self.rate_view.get(s.id, s.slowdown)) for s in servers)
+            self.scenarios = None
+        self.servers: tuple[Server, ...] = servers
+        self.cycle_s = math.inf
+        e = self.mean_episode_s
+        if self.plan_by == "duration" and e is not None and self.rate_view:
+            if scen is not None:
+                self.cycle_s = e
+            else:
+                # servers that alternate (a point distribution never changes state)
+                lows = [p for p in (low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
+                self.cycle_s = float(np.mean([e / (1.0 - p) for p in lows])) if lows else math.inf
+
+    def long(self, ideal_s: float) -> bool:
+        """Whether a job of ``ideal_s`` straggler-free seconds lives through enough
+        slow-state cycles to run at its steady rate."""
+        return ideal_s >= RATE_CYCLES * self.cycle_s
+
+    def overrides(self, ideal_s: float) -> dict[str, Any]:
+        """The per-job slowdown overrides of a job of ``ideal_s`` seconds."""
+        if self.plan_by != "duration" or not self.long(ideal_s):
+            return {}
+        if self.table is not None:
+            return {sid: (d.values[0],) * self.table.count for sid, d in self.rate_view.items()}
+        return dict(self.rate_view)

@@ -104,7 +104,7 @@ class SimConfig:
     distributions (``expected``: ``E[T]``, right for a job that lives through one state);
     each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives through
     many short episodes runs at); or per job, the steady-rate points for jobs whose ideal
-    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, markov only)."""
+    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, dynamics with episodes: markov, mixed)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
     ratio_to: str = "median"

@@ -18,12 +18,10 @@ simulator also checks at every decision that no server holds more workers than G
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import heapq
 import math
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,10 +30,10 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.logs import estimate_from_ratios
-from placement.model.records import Instance, Server, Slowdown
+from placement.model.records import Instance
 from placement.problem.reuse import share_derived
 from placement.problem.topology import cluster_of
-from placement.simulation.belief import low_share, rate_points
+from placement.simulation.belief import Belief
 from placement.simulation.config import (
     KNOWLEDGE,
     PLAN_BY,
@@ -48,6 +46,7 @@ from placement.simulation.config import (
 )
 from placement.simulation.dynamics import hidden_truth
 from placement.simulation.metrics import summarise
+from placement.simulation.observations import LOG_KEYS, IterationLog
 from placement.simulation.running import (
     Running,
     advance,
@@ -74,11 +73,12 @@ __all__ = [
     "SUMMARY_FIELDS",
 ]
 
-_LOG_KEYS = ("job", "worker", "server", "iteration", "duration", "ratio")
 
-
-# event kinds, in the order they are handled at equal times
-_COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND = range(6)
+# The event kernel: each kind is a position in the handler table (``_Simulation.handlers``),
+# and equal times are handled in this order: completions free GPUs before the state changes,
+# arrivals, refits, re-plans and rounds of the same instant.
+EVENT_KINDS = ("complete", "change", "arrival", "estimate", "replan", "round")
+_COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND = range(len(EVENT_KINDS))
 
 
 class _Simulation:
@@ -136,16 +136,20 @@ class _Simulation:
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
         # what the scheduler believes
+        self.belief = Belief(
+            cluster,
+            knowledge=cfg.knowledge,
+            plan_by=cfg.plan_by,
+            truthful=cfg.dynamics != "none",
+            mean_episode_s=self.truth.mean_episode if self.truth.episodes else None,
+        )
         self.template: Instance | None = None
-        self._set_believed(self._believed_servers(None))
         self.stale = False
-        self.log_chunks: deque[tuple[float, dict[str, np.ndarray]]] = deque()
-        self.log_file: Any = None
         if cfg.knowledge == "estimated" and log_path is not None:
             Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-            self.log_file = open(log_path, "w", newline="")  # noqa: SIM115 - closed when run() ends
-            self.log_writer = csv.writer(self.log_file)
-            self.log_writer.writerow(["job", "worker", "server", "iteration", "duration", "time_s"])
+        else:
+            log_path = None
+        self.logs = IterationLog([j.id for j in self.jobs], self.server_ids, cfg.estimate_window_s, log_path)
 
     # ------------------------------------------------------------ events
     def push(self, t: float, kind: int, data: Any = None) -> None:
@@ -156,8 +160,7 @@ class _Simulation:
         try:
             return self._run()
         finally:
-            if self.log_file is not None:
-                self.log_file.close()
+            self.logs.close()
 
     def _run(self) -> SimResult:
         wall0 = time.perf_counter()
@@ -170,42 +173,25 @@ class _Simulation:
             self.push(self.cfg.replan_every_s, _REPLAN)
         if self.cfg.round_s is not None:
             self.push(self.cfg.round_s, _ROUND)
-        pending_jobs = len(self.jobs)
+        self.pending_jobs = len(self.jobs)
         self.arrivals_left = len(self.jobs)
+        handlers: tuple[Callable[[Any], bool], ...] = (
+            self._on_complete,
+            self._on_change,
+            self._on_arrival,
+            self._on_estimate,
+            self._on_replan,
+            self._on_round,
+        )
+        assert len(handlers) == len(EVENT_KINDS)
         dirty = False
         last_report = 0.0
         while self.heap:
             t, kind, _, data = heapq.heappop(self.heap)
-            if pending_jobs == 0 and not self.running and not self.queue:
+            if self.pending_jobs == 0 and not self.running and not self.queue:
                 break
             self.now = t
-            if kind == _COMPLETE:
-                name, version = data
-                r = self.running.get(name)
-                if r is None or r.version != version:
-                    continue
-                self._finish(r)
-                pending_jobs -= 1
-                dirty = True
-            elif kind == _CHANGE:
-                self._apply_changes(data)
-                self._push_next_change()
-            elif kind == _ARRIVAL:
-                self.queue.append(data)
-                self.arrivals_left -= 1
-                dirty = True
-            elif kind == _ESTIMATE:
-                self._observe()
-                if pending_jobs:
-                    self.push(t + self.cfg.estimate_every_s, _ESTIMATE)
-            elif kind == _REPLAN:
-                self._replan()
-                if pending_jobs:
-                    self.push(t + self.cfg.replan_every_s, _REPLAN)  # type: ignore[operator]
-            elif kind == _ROUND:
-                self._decide()
-                if pending_jobs:
-                    self.push(t + self.cfg.round_s, _ROUND)  # type: ignore[operator]
+            dirty = handlers[kind](data) or dirty
             nxt = self.heap[0][0] if self.heap else math.inf
             if nxt > t:
                 if dirty and self.cfg.round_s is None:
@@ -225,6 +211,47 @@ class _Simulation:
         if self.progress_cb is not None:
             self.progress_cb(self.now, len(self.done), len(self.jobs))
         return self._result(time.perf_counter() - wall0)
+
+    # ---------------------------------------------------------- handlers
+    # Each handles one event at ``self.now`` and says whether the queue or the free GPUs
+    # changed (then the scheduler decides once every event of this instant is handled).
+    def _on_complete(self, data: tuple[str, int]) -> bool:
+        name, version = data
+        r = self.running.get(name)
+        if r is None or r.version != version:
+            return False  # superseded: the job's completion was rescheduled
+        self._finish(r)
+        self.pending_jobs -= 1
+        return True
+
+    def _on_change(self, data: Sequence[Any]) -> bool:
+        self._apply_changes(data)
+        self._push_next_change()
+        return False
+
+    def _on_arrival(self, job: TraceJob) -> bool:
+        self.queue.append(job)
+        self.arrivals_left -= 1
+        return True
+
+    def _again(self, kind: int, period: float | None) -> None:
+        if self.pending_jobs and period is not None:
+            self.push(self.now + period, kind)
+
+    def _on_estimate(self, _: Any) -> bool:
+        self._observe()
+        self._again(_ESTIMATE, self.cfg.estimate_every_s)
+        return False
+
+    def _on_replan(self, _: Any) -> bool:
+        self._replan()
+        self._again(_REPLAN, self.cfg.replan_every_s)
+        return False
+
+    def _on_round(self, _: Any) -> bool:
+        self._decide()
+        self._again(_ROUND, self.cfg.round_s)
+        return False
 
     def _push_next_change(self) -> None:
         nxt = next(self.changes, None)
@@ -301,47 +328,6 @@ class _Simulation:
         tl["used_gpus"].append(float(self.total_gpus - int(self.free.sum())))
 
     # --------------------------------------------------------- decisions
-    def _believed_servers(self, estimates: Mapping[str, Slowdown] | None) -> tuple[Server, ...]:
-        k = self.cfg.knowledge
-        if k == "oracle" and self.cfg.dynamics != "none":
-            return self.cluster.servers
-        if k != "estimated" or not estimates:  # oblivious; or the truth is no slowdown at all
-            return tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
-        return tuple(dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers)
-
-    def _set_believed(self, servers: tuple[Server, ...]) -> None:
-        """What decisions see: ``servers``' distributions (``plan_by="expected"``), their
-        steady-rate points (``"rate"``), or the distributions with the steady-rate points as
-        long jobs' own estimates (``"duration"``)."""
-        scen = self.cluster.scenarios if self.cfg.knowledge == "oracle" and self.cfg.dynamics != "none" else None
-        self.rate_view = rate_points(servers, scen)
-        self.scen = scen
-        if self.cfg.plan_by == "rate":
-            servers = tuple(dataclasses.replace(s, slowdown=self.rate_view.get(s.id, s.slowdown)) for s in servers)
-            self.scen = None
-        self.believed = servers
-        self.cycle_s = math.inf
-        if self.cfg.plan_by == "duration" and self.cfg.dynamics == "markov" and self.rate_view:
-            e = self.truth.mean_episode
-            if scen is not None:
-                self.cycle_s = e
-            else:
-                # servers that alternate (a point distribution never changes state)
-                lows = [p for p in (low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
-                self.cycle_s = float(np.mean([e / (1.0 - p) for p in lows])) if lows else math.inf
-        self.template = None
-
-    def _long(self, j: TraceJob) -> bool:
-        """Whether ``j`` lives through enough slow-state cycles to run at its steady rate."""
-        return j.iterations * j.compute_ms / 1000.0 >= RATE_CYCLES * self.cycle_s
-
-    def _overrides(self, j: TraceJob) -> dict[str, Any]:
-        if self.cfg.plan_by != "duration" or not self._long(j):
-            return {}
-        if self.scen is not None:
-            return {sid: (d.values[0],) * self.scen.count for sid, d in self.rate_view.items()}
-        return dict(self.rate_view)
-
     def _decision_instance(
         self,
         jobs: Sequence[TraceJob],
@@ -355,13 +341,20 @@ class _Simulation:
         if self.stale:
             self._refit()
         left = remaining or {}
-        servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.believed))
-        scen = self.scen
+        servers = tuple(
+            dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.belief.servers)
+        )
+        scen = self.belief.scenarios
         inst = Instance(
             name=f"{self.cluster.name}@{self.now:.0f}s",
             servers=servers,
             jobs=tuple(
-                problem_job(j, iterations=left.get(j.id, j.iterations), weight=j.weight, slowdown=self._overrides(j))
+                problem_job(
+                    j,
+                    iterations=left.get(j.id, j.iterations),
+                    weight=j.weight,
+                    slowdown=self.belief.overrides(j.iterations * j.compute_ms / 1000.0),
+                )
                 for j in jobs
             ),
             switches=self.cluster.switches,
@@ -493,7 +486,7 @@ class _Simulation:
     # -------------------------------------------------- proactive loop
     def _log_iterations(self) -> None:
         """One logged iteration of every running job that shows one (:func:`.running.observed`)."""
-        rows: dict[str, list[Any]] = {k: [] for k in _LOG_KEYS}
+        rows: dict[str, list[Any]] = {k: [] for k in LOG_KEYS}
         for r in self.running.values():
             seen = observed(r, self.S, self.rng, self.cfg.ratio_to)
             if seen is None:
@@ -505,45 +498,22 @@ class _Simulation:
             rows["iteration"] += [int(r.progress)] * len(sps)
             rows["duration"] += d.tolist()
             rows["ratio"] += ratio.tolist()
-        if not rows["job"]:
-            return
-        self.log_chunks.append((self.now, {k: np.asarray(v) for k, v in rows.items()}))
-        if self.log_file is not None:
-            self.log_writer.writerows(
-                zip(
-                    [self.jobs[j].id for j in rows["job"]],
-                    rows["worker"],
-                    [self.server_ids[sp] for sp in rows["server"]],
-                    rows["iteration"],
-                    rows["duration"],
-                    [self.now] * len(rows["job"]),
-                )
-            )
+        self.logs.append(self.now, rows)
 
     def _observe(self) -> None:
         """An estimate tick: log what the running jobs show now, drop what fell out of the
         window; the refit itself waits for the next decision that needs it (the same
         estimates, computed only when used)."""
         self._log_iterations()
-        while self.log_chunks and self.log_chunks[0][0] < self.now - self.cfg.estimate_window_s:
-            self.log_chunks.popleft()
-        self.stale = bool(self.log_chunks)
+        self.logs.prune(self.now)
+        self.stale = bool(self.logs)
 
     def _refit(self) -> None:
         self.stale = False
-        lg = self._window()
+        lg = self.logs.window()
         est, _ = estimate_from_ratios(lg["job"], lg["server"], lg["iteration"], lg["ratio"], servers=range(self.n))
-        self._set_believed(self._believed_servers({self.server_ids[sp]: e.slowdown for sp, e in est.items()}))
-
-    def _named_window(self) -> dict[str, list[Any]]:
-        lg: dict[str, list[Any]] = {k: v.tolist() for k, v in self._window().items()}
-        lg["job"] = [self.jobs[j].id for j in lg["job"]]
-        lg["server"] = [self.server_ids[sp] for sp in lg["server"]]
-        return lg
-
-    def _window(self) -> dict[str, np.ndarray]:
-        """The log rows in the estimator's window, as arrays."""
-        return {k: np.concatenate([c[k] for _, c in self.log_chunks]) for k in _LOG_KEYS}
+        self.belief.update({self.server_ids[sp]: e.slowdown for sp, e in est.items()})
+        self.template = None
 
     # ----------------------------------------------------------- result
     def _result(self, wall: float) -> SimResult:
@@ -571,8 +541,8 @@ class _Simulation:
             self.timeline,
             truth_start={sid: float(v) for sid, v in zip(self.server_ids, self.S0)},
             slowdown_changes=self.slow_log,
-            believed_mean={s.id: s.slowdown.mean() for s in self.believed},
-            iteration_log=self._named_window() if self.log_chunks else {},
+            believed_mean={s.id: s.slowdown.mean() for s in self.belief.servers},
+            iteration_log=self.logs.named() if self.logs else {},
         )
 
 

@@ -108,6 +108,9 @@ class Dynamics:
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
+    episodes: ClassVar[bool] = False
+    """Whether servers alternate through slow episodes of the episode law (``plan_by
+    "duration"`` then tells long jobs from short ones by its cycle)."""
     extra_streams: ClassVar[int] = 0
     """Streams a model needs beyond one per server and the scenario clock."""
 

@@ -23,6 +23,7 @@ from placement.simulation.dynamics.base import Change, Dynamics, draw
 class Markov(Dynamics):
     name = "markov"
     summary = "servers alternate between normal periods and slow episodes"
+    episodes = True
 
     def start(self) -> np.ndarray:
         if self.scenarios:
