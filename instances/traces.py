@@ -91,30 +91,29 @@ def elasticflow_jobs(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """Jobs submitted in ``[window_start_s, window_start_s + window_s)``, in submission
-    order: ``id, workers, compute_ms`` (duration / iterations), ``gradient_mb`` (by model),
-    ``iterations``, ``model``, ``submission_s``.  Jobs wider than ``max_gpus`` are skipped."""
-    p = Path(path) if path is not None else elasticflow_path()
-    out = []
-    with open(p, newline="") as f:
-        rows = sorted(csv.DictReader(f), key=lambda r: (int(r["submission_time"]), r["job_id"]))
-    for r in rows:
-        t = int(r["submission_time"])
-        if not window_start_s <= t < window_start_s + window_s:
+    order: ``id`` (the first 8 characters of the trace's), ``workers``, ``compute_ms``
+    (duration / iterations, to the microsecond), ``gradient_mb`` (by model), ``iterations``,
+    ``model``, ``submission_s``.  Jobs wider than ``max_gpus`` are skipped.  The rows come
+    from the one ElasticFlow reader, :func:`placement.simulation.workload.read_elasticflow`
+    (bad rows are refused with their row numbers)."""
+    from placement.simulation.workload.readers import read_elasticflow
+
+    jobs = sorted(read_elasticflow(path if path is not None else elasticflow_path()), key=lambda j: (j.submit_s, j.id))
+    out: list[dict[str, Any]] = []
+    for j in jobs:
+        if not window_start_s <= j.submit_s < window_start_s + window_s:
             continue
-        gpus, iters = int(r["num_gpu"]), int(r["num_iteration"])
-        if max_gpus is not None and gpus > max_gpus:
-            continue
-        if iters <= 0 or int(r["duration"]) <= 0:
+        if max_gpus is not None and j.workers > max_gpus:
             continue
         out.append(
             {
-                "id": r["job_id"][:8],
-                "workers": gpus,
-                "compute_ms": round(1000.0 * int(r["duration"]) / iters, 3),
-                "gradient_mb": ELASTICFLOW_MODELS.get(r["model_name"], 100.0),
-                "iterations": iters,
-                "model": r["model_name"],
-                "submission_s": t,
+                "id": j.id[:8],
+                "workers": j.workers,
+                "compute_ms": round(j.compute_ms, 3),
+                "gradient_mb": j.gradient_mb,
+                "iterations": j.iterations,
+                "model": j.model,
+                "submission_s": int(j.submit_s) if float(j.submit_s).is_integer() else j.submit_s,
             }
         )
         if limit is not None and len(out) >= limit:
