@@ -165,10 +165,10 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "--ratio-to",
     type=click.Choice(RATIO_TO),
-    default="median",
+    default="profiled",
     show_default=True,
-    help="estimated knowledge: divide each logged worker time by the job's median worker, or by its "
-    "profiled straggler-free time (then one-worker jobs inform the estimates too).",
+    help="estimated knowledge: divide each logged worker time by the job's profiled straggler-free time "
+    "(one-worker jobs and mostly-slow jobs inform the estimates too), or by its median worker.",
 )
 @click.option(
     "--replan-price",

@@ -7,6 +7,7 @@
     python -m placement.bench reductions library/medium/calm pod256   # MILP with/without pruning, classes
     python -m placement.bench simulate             # the simulator on ElasticFlow cluster04: speed and scaling
     python -m placement.bench mapping llm512       # hybrid jobs: what the mapping of groups to stages buys
+    python -m placement.bench online               # the proactive loop: JCT with bootstrap intervals over seeds
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -21,6 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from placement.bench.online import CELLS, bench_online
+from placement.bench.online import CONFIGS as ONLINE_CONFIGS
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
@@ -446,7 +449,32 @@ def main(argv: list[str] | None = None) -> None:
     sm = sub.add_parser("simulate")
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
+    on = sub.add_parser("online", help="the proactive loop's JCT, effects separated, intervals over seeds")
+    on.add_argument("--cells", default="cluster04-pod256-markov,cluster04-hetero256-mixed", help="comma-separated")
+    on.add_argument("--configs", default=",".join(ONLINE_CONFIGS), help="comma-separated")
+    on.add_argument("--seeds", default="0,1,2,3,4")
+    on.add_argument("--replan-price", default="none")
+    on.add_argument("--decision-time-limit", type=float, default=0.5)
+    on.add_argument("--parallel", type=int, default=1)
+    on.add_argument("-o", "--out", default="benchmarks/online")
     a = ap.parse_args(argv)
+    if a.what == "online":
+        unknown = [c for c in a.cells.split(",") if c not in CELLS] + [
+            c for c in a.configs.split(",") if c not in ONLINE_CONFIGS
+        ]
+        if unknown:
+            ap.error(f"unknown cell or configuration {', '.join(unknown)} (cells: {', '.join(CELLS)})")
+        bench_online(
+            a.cells.split(","),
+            a.configs.split(","),
+            [int(x) for x in a.seeds.split(",")],
+            Path(a.out),
+            replan_price=a.replan_price,
+            decision_time_limit_s=a.decision_time_limit,
+            parallel=a.parallel,
+        )
+        print((Path(a.out) / "online.md").read_text())
+        return
     if a.what == "gaps":
         bench_gaps_family([float(x) for x in a.time_limits.split(",")], Path(a.out), a.seed, a.members)
         return

@@ -107,9 +107,10 @@ class SimConfig:
     duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, dynamics with episodes: markov, mixed)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
-    ratio_to: str = "median"
-    """:data:`RATIO_TO`."""
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
+    ratio_to: str = "profiled"
+    """:data:`RATIO_TO`: what a logged worker time is divided by (the job's straggler-free time,
+    or its median worker's)."""
     replan_every_s: float | None = None
     max_moves: int | None = None
     restart_s: float = 0.0

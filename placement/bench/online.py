@@ -1,0 +1,284 @@
+"""The proactive loop's benchmark (``python -m placement.bench online``): mean and tail JCT with
+95% bootstrap intervals over seeds, and the effects separated.
+
+Each *cell* is a workload on a cluster under one hidden-truth model; each *configuration* is a
+rung of the ladder that separates the effects:
+
+- ``consolidate``: oblivious consolidation, placed at arrival (the baseline);
+- ``consolidate-none``: the same with no slowdowns at all (the baseline's straggler inflation
+  is its mean JCT minus this one's);
+- ``arrival``: ``auto`` with estimated knowledge, placed at arrival only;
+- ``defrag``: ``auto``, oblivious, re-planning every hour (defragmentation alone);
+- ``oracle``: ``auto``, the true distributions, re-planning (straggler avoidance);
+- ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run).
+
+Every configuration of a cell runs on the same seeds, and a seed fixes the hidden truth, so
+the effects are *paired*: each is the mean over seeds of the per-seed relative change, with a
+percentile bootstrap interval over seeds (``BOOTSTRAP`` resamples, seeded).  Every run is a
+``placement simulate`` run in its own process (the simulation sweep), one sweep folder per
+(cell, configuration) under ``out``, so an interrupted benchmark resumes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CELLS", "CONFIGS", "Cell", "bootstrap_mean", "paired_change", "bench_online"]
+
+BOOTSTRAP = 10_000
+WINDOW = {"window_start_s": 2_419_200.0, "window_s": 48 * 3600.0}
+"""Days 28-30 of an ElasticFlow trace: the README's window."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A workload on a cluster under one hidden-truth model."""
+
+    name: str
+    cluster: str
+    trace: str
+    dynamics: str
+    trace_options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)
+    """:class:`~placement.simulation.config.SimConfig` fields of the dynamics
+    (``episode_median_s``, ``persistent_share``)."""
+
+
+CELLS: dict[str, Cell] = {
+    c.name: c
+    for c in (
+        Cell("cluster04-pod256-markov", "pod256", "elasticflow-cluster04", "markov", dict(WINDOW)),
+        Cell(
+            "cluster04-pod256-markov3h",
+            "pod256",
+            "elasticflow-cluster04",
+            "markov",
+            dict(WINDOW),
+            {"episode_median_s": 10_800.0},
+        ),
+        Cell("cluster04-pod256-static", "pod256", "elasticflow-cluster04", "static", dict(WINDOW)),
+        Cell("cluster04-pod256-mixed", "pod256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
+        Cell("cluster03-pod256-markov", "pod256", "elasticflow-cluster03", "markov", dict(WINDOW)),
+        Cell("cluster04-hetero256-mixed", "hetero256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
+        Cell("cluster04-all-1024-markov", "pod1024", "elasticflow-cluster04", "markov", {}),
+    )
+}
+"""The cells the issue lists that the bundled data supports (no Philly trace is bundled)."""
+
+GENERATED: dict[str, str] = {
+    "hetero256": "placement generate --racks 4 --servers-per-rack 8 --gpu-types A100,V100 --hot-fraction 0.3 "
+    "--jobs 1 --seed 11 --name hetero256",
+    "pod1024": "placement generate --racks 16 --servers-per-rack 8 --hot-fraction 0.2 --jobs 1 --seed 7 --name pod1024",
+}
+"""Clusters the cells use that are not bundled: the ``placement generate`` command of each
+(``hetero256`` is ``pod256``'s shape with two GPU types)."""
+
+REPLAN = {"replan_every_s": 3600.0, "restart_s": 300.0}
+CONFIGS: dict[str, dict[str, Any]] = {
+    "consolidate": {"method": "consolidate", "knowledge": "oblivious"},
+    "consolidate-none": {"method": "consolidate", "knowledge": "oblivious", "dynamics": "none"},
+    "arrival": {"method": "auto", "knowledge": "estimated"},
+    "defrag": {"method": "auto", "knowledge": "oblivious", **REPLAN},
+    "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
+    "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
+}
+EFFECTS: tuple[tuple[str, str, str], ...] = (
+    ("proactive vs consolidation (the goal)", "proactive", "consolidate"),
+    ("placement at arrival", "arrival", "consolidate"),
+    ("defragmentation (re-planning, oblivious)", "defrag", "consolidate"),
+    ("straggler avoidance (oracle, re-planning)", "oracle", "defrag"),
+    ("estimation (estimated against oracle)", "proactive", "oracle"),
+)
+SMALL_GPUS = 8
+"""Size classes: jobs of at most this many GPUs, and larger ones."""
+
+
+# ------------------------------------------------------------------ statistics
+def bootstrap_mean(values: Sequence[float], seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """The mean of ``values`` and its percentile bootstrap interval (resampling the values).
+
+    >>> m, lo, hi = bootstrap_mean([1.0, 2.0, 3.0, 4.0])
+    >>> m, lo <= m <= hi
+    (2.5, True)
+    """
+    x = np.asarray(values, dtype=float)
+    if not len(x):
+        return (float("nan"),) * 3
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, len(x), size=(BOOTSTRAP, len(x)))].mean(axis=1)
+    a = (1.0 - level) / 2.0
+    return float(x.mean()), float(np.quantile(means, a)), float(np.quantile(means, 1.0 - a))
+
+
+def paired_change(new: dict[int, float], base: dict[int, float], seed: int = 0) -> tuple[float, float, float, int]:
+    """Mean over the seeds both have of ``new / base - 1``, with its bootstrap interval, and
+    how many seeds were paired."""
+    common = sorted(set(new) & set(base))
+    m, lo, hi = bootstrap_mean([new[s] / base[s] - 1.0 for s in common if base[s]], seed)
+    return m, lo, hi, len(common)
+
+
+# ------------------------------------------------------------------ running
+def cluster_file(name: str, out: Path) -> str:
+    """A bundled cluster's name, or the generated cluster written to ``out/clusters/``."""
+    if name not in GENERATED:
+        return name
+    from placement.formats import dump_instance
+    from placement.instances.generate import from_source
+
+    path = out / "clusters" / f"{name}.json"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        dump_instance(from_source(GENERATED[name]), path)
+    return str(path.resolve())
+
+
+def _runs(cell: Cell, config: str, seeds: Sequence[int], common: dict[str, Any], out: Path) -> list[Any]:
+    from placement.simulation.runner import SimRun
+
+    cluster = cluster_file(cell.cluster, out.parent.parent)
+    c = {**common, **cell.options, "dynamics": cell.dynamics, "plan_by": "expected", **CONFIGS[config]}
+    return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
+
+
+def _size_means(out: Path, label: str) -> tuple[float | None, float | None]:
+    """Mean JCT of the jobs of at most :data:`SMALL_GPUS` GPUs and of the larger ones."""
+    path = out / "jobs" / f"{label}.csv"
+    if not path.is_file():
+        return None, None
+    small: list[float] = []
+    large: list[float] = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            (small if int(row["workers"]) <= SMALL_GPUS else large).append(float(row["jct_s"]))
+    return (statistics.fmean(small) if small else None, statistics.fmean(large) if large else None)
+
+
+def bench_online(
+    cells: Sequence[str],
+    configs: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+    *,
+    replan_price: str = "none",
+    decision_time_limit_s: float = 0.5,
+    parallel: int = 1,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run (resuming) every cell x configuration x seed, then write ``out/online.md`` and
+    ``out/online.json``: per configuration the means with their intervals, and per cell the
+    paired effects.  Returns what ``online.json`` holds."""
+    from placement.simulation.runner import simulate_sweep
+
+    common = {"decision_time_limit_s": decision_time_limit_s, "replan_price": replan_price}
+    result: dict[str, Any] = {"seeds": list(seeds), "replan_price": replan_price, "cells": {}}
+    for cname in cells:
+        cell = CELLS[cname]
+        per: dict[str, dict[int, dict[str, Any]]] = {}
+        for config in configs:
+            folder = out / cname / config
+            runs = _runs(cell, config, seeds, common, folder)
+            rows = simulate_sweep(runs, folder, parallel=parallel, progress=False, say=say)
+            got: dict[int, dict[str, Any]] = {}
+            for r in rows:
+                if r.get("status") != "finished":
+                    continue
+                small, large = _size_means(folder, r["label"])
+                got[int(r["seed"])] = {**r, "small_jct_s": small, "large_jct_s": large}
+            per[config] = got
+        result["cells"][cname] = _cell_summary(per)
+    _write(result, out)
+    return result
+
+
+METRICS = (
+    "avg_jct_s",
+    "p50_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "small_jct_s",
+    "large_jct_s",
+    "top1pct_jct_share",
+    "avg_queue_s",
+    "migrations",
+    "restart_gpu_hours",
+    "decision_time_p99_s",
+    "replan_time_p99_s",
+    "wall_s",
+)
+
+
+def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
+    configs: dict[str, Any] = {}
+    for config, by_seed in per.items():
+        stats: dict[str, Any] = {"seeds": sorted(by_seed)}
+        for metric in METRICS:
+            vals = [float(r[metric]) for r in by_seed.values() if r.get(metric) is not None]
+            stats[metric] = bootstrap_mean(vals) if vals else None
+        configs[config] = stats
+    effects = []
+    for name, new, base in EFFECTS:
+        if new in per and base in per:
+            for metric in ("avg_jct_s", "p99_jct_s"):
+                a = {s: float(r[metric]) for s, r in per[new].items()}
+                b = {s: float(r[metric]) for s, r in per[base].items()}
+                m, lo, hi, n = paired_change(a, b)
+                effects.append(
+                    {"effect": name, "new": new, "base": base, "metric": metric, "change": [m, lo, hi], "seeds": n}
+                )
+    inflation = None
+    if "consolidate" in per and "consolidate-none" in per:
+        a = {s: float(r["avg_jct_s"]) for s, r in per["consolidate"].items()}
+        b = {s: float(r["avg_jct_s"]) for s, r in per["consolidate-none"].items()}
+        m, lo, hi, n = paired_change(a, b)
+        inflation = [m, lo, hi]
+    return {"configs": configs, "effects": effects, "consolidation_inflation": inflation}
+
+
+def _ci(x: Any, pct: bool = False, nd: int = 0) -> str:
+    if not x:
+        return "-"
+    m, lo, hi = x
+    if pct:
+        return f"{100 * m:+.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    return f"{m:,.{nd}f} [{lo:,.{nd}f}, {hi:,.{nd}f}]"
+
+
+def _write(result: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "online.json").write_text(json.dumps(result, indent=1) + "\n")
+    lines = [
+        f"Seeds {', '.join(map(str, result['seeds']))}; re-plan price `{result['replan_price']}`; "
+        "each figure is the mean over seeds [95% bootstrap interval]; times in seconds.",
+        "",
+    ]
+    for cname, cell in result["cells"].items():
+        infl = cell["consolidation_inflation"]
+        lines += [f"## {cname}", "", f"Consolidation's straggler inflation: {_ci(infl, pct=True)}", ""]
+        lines += [
+            "| configuration | seeds | mean JCT | p50 JCT | p95 JCT | p99 JCT | mean JCT <= 8 GPUs | mean JCT > 8 GPUs "
+            "| top 1% share | migrations | restart GPU-h | wall s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for config, st in cell["configs"].items():
+            lines.append(
+                f"| {config} | {len(st['seeds'])} | {_ci(st['avg_jct_s'])} | {_ci(st['p50_jct_s'])} | "
+                f"{_ci(st['p95_jct_s'])} | {_ci(st['p99_jct_s'])} | {_ci(st['small_jct_s'])} | "
+                f"{_ci(st['large_jct_s'])} | {_ci(st['top1pct_jct_share'], nd=3)} | {_ci(st['migrations'])} | "
+                f"{_ci(st['restart_gpu_hours'], nd=1)} | {_ci(st['wall_s'])} |"
+            )
+        lines += ["", "| effect | compared | metric | paired change | seeds |", "|---|---|---|---|---|"]
+        for e in cell["effects"]:
+            lines.append(
+                f"| {e['effect']} | {e['new']} / {e['base']} | {e['metric']} | {_ci(e['change'], pct=True)} | {e['seeds']} |"
+            )
+        lines.append("")
+    (out / "online.md").write_text("\n".join(lines))

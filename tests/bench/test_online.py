@@ -1,0 +1,71 @@
+"""The proactive loop's benchmark: its statistics are right, and a small benchmark runs end to
+end, resumes, and reports every configuration and effect."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from placement.bench import online
+from placement.bench.online import Cell, bench_online, bootstrap_mean, paired_change
+
+
+def test_the_bootstrap_interval_holds_the_mean_and_is_seeded():
+    x = [10.0, 12.0, 9.0, 15.0, 11.0]
+    m, lo, hi = bootstrap_mean(x)
+    assert m == pytest.approx(np.mean(x)) and lo < m < hi
+    assert min(x) <= lo and hi <= max(x)
+    assert bootstrap_mean(x, seed=3) == bootstrap_mean(x, seed=3)
+    assert bootstrap_mean([5.0] * 4) == (5.0, 5.0, 5.0)
+    # a wider spread gives a wider interval
+    _, lo2, hi2 = bootstrap_mean([v * 3 - 2 * np.mean(x) for v in x])
+    assert hi2 - lo2 > hi - lo
+
+
+def test_paired_changes_pair_by_seed():
+    new = {0: 90.0, 1: 110.0, 2: 45.0}
+    base = {0: 100.0, 1: 100.0, 2: 50.0, 3: 70.0}
+    m, lo, hi, n = paired_change(new, base)
+    assert n == 3 and m == pytest.approx((-0.1 + 0.1 - 0.1) / 3)
+    assert lo <= m <= hi
+
+
+def test_a_small_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
+    trace = tmp_path / "t.csv"
+    rows = ["submit_s,workers,duration_s"] + [f"{60 * i},{1 + i % 4},{600 + 50 * i}" for i in range(14)]
+    trace.write_text("\n".join(rows) + "\n")
+    cell = Cell("tiny-markov", "tiny", str(trace), "markov", {}, {"episode_median_s": 120.0})
+    monkeypatch.setitem(online.CELLS, cell.name, cell)
+    configs = ["consolidate", "consolidate-none", "defrag"]
+    out = tmp_path / "bench"
+    res = bench_online([cell.name], configs, [0, 1], out, decision_time_limit_s=0.2, say=lambda m: None)
+    c = res["cells"][cell.name]
+    assert set(c["configs"]) == set(configs)
+    for st in c["configs"].values():
+        assert st["seeds"] == [0, 1]
+        m, lo, hi = st["avg_jct_s"]
+        assert lo <= m <= hi and m > 0
+    effects = {(e["new"], e["base"], e["metric"]) for e in c["effects"]}
+    assert ("defrag", "consolidate", "avg_jct_s") in effects
+    assert c["consolidation_inflation"][0] >= -1e-9  # slowdowns never make consolidation faster here
+    text = (out / "online.md").read_text()
+    assert "## tiny-markov" in text and "| defrag | 2 |" in text
+    assert json.loads((out / "online.json").read_text()) == json.loads(json.dumps(res))
+    # a second run resumes: every configuration is already in its folder
+    said: list[str] = []
+    bench_online([cell.name], configs, [0, 1], out, decision_time_limit_s=0.2, say=said.append)
+    assert all("(2 already in" in m for m in said if "configurations" in m), said
+
+
+def test_the_generated_clusters_are_written_once(tmp_path):
+    path = online.cluster_file("hetero256", tmp_path)
+    first = Path(path).read_text()
+    assert online.cluster_file("hetero256", tmp_path) == path and Path(path).read_text() == first
+    assert online.cluster_file("pod256", tmp_path) == "pod256"
+    from placement.formats import load_instance
+
+    inst = load_instance(path)
+    assert {s.gpu_type for s in inst.servers} == {"A100", "V100"} and sum(s.gpus for s in inst.servers) == 256
