@@ -41,7 +41,12 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "-m", "--methods", default="greedy", show_default=True, help="Comma-separated methods (or module:function)."
 )
-@click.option("--knowledge", default="oracle", show_default=True, help="Comma-separated: oracle, estimated, oblivious.")
+@click.option(
+    "--knowledge",
+    default="oracle",
+    show_default=True,
+    help="Comma-separated: oracle, estimated, oblivious, clairvoyant (a reference).",
+)
 @click.option(
     "--dynamics", default="markov", show_default=True, help="Comma-separated: none, static, markov, mixed, replay."
 )

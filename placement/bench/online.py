@@ -10,7 +10,9 @@ rung of the ladder that separates the effects:
 - ``arrival``: ``auto`` with estimated knowledge, placed at arrival only;
 - ``defrag``: ``auto``, oblivious, re-planning every hour (defragmentation alone);
 - ``oracle``: ``auto``, the true distributions, re-planning (straggler avoidance);
-- ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run).
+- ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run);
+- ``clairvoyant``: ``auto`` with the hidden state now and its law (forecasts over each job's
+  horizon), re-planning with free moves: what prediction could reach at most.
 
 Every configuration of a cell runs on the same seeds, and a seed fixes the hidden truth, so
 the effects are *paired*: each is the mean over seeds of the per-seed relative change, with a
@@ -89,6 +91,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "defrag": {"method": "auto", "knowledge": "oblivious", **REPLAN},
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
     "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
+    "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
 EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("proactive vs consolidation (the goal)", "proactive", "consolidate"),
@@ -96,6 +99,7 @@ EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("defragmentation (re-planning, oblivious)", "defrag", "consolidate"),
     ("straggler avoidance (oracle, re-planning)", "oracle", "defrag"),
     ("estimation (estimated against oracle)", "proactive", "oracle"),
+    ("headroom (clairvoyant, free moves, against proactive)", "clairvoyant", "proactive"),
 )
 SMALL_GPUS = 8
 """Size classes: jobs of at most this many GPUs, and larger ones."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,7 +15,17 @@ import numpy as np
 from placement.model.records import Instance, Server, Slowdown
 from placement.simulation.config import RATE_CYCLES
 
-__all__ = ["Belief", "low_share", "rate_points"]
+__all__ = ["Belief", "horizon_bucket", "low_share", "rate_points"]
+
+
+def horizon_bucket(seconds: float) -> float:
+    """A horizon rounded to a power of two seconds (at least 32 s), so that decisions share
+    forecasts across jobs of about the same length.
+
+    >>> horizon_bucket(3000.0), horizon_bucket(1.0)
+    (2048.0, 32.0)
+    """
+    return float(2.0 ** round(math.log2(max(seconds, 32.0))))
 
 
 def low_share(d: Slowdown) -> float:
@@ -51,9 +61,19 @@ class Belief:
     otherwise): it sets the slow-state cycle that tells long jobs from short ones."""
 
     def __init__(
-        self, cluster: Instance, *, knowledge: str, plan_by: str, truthful: bool, mean_episode_s: float | None
+        self,
+        cluster: Instance,
+        *,
+        knowledge: str,
+        plan_by: str,
+        truthful: bool,
+        mean_episode_s: float | None,
+        forecast: Callable[[float], Mapping[str, Slowdown]] | None = None,
     ) -> None:
         self.cluster = cluster
+        self.forecast = forecast
+        """``clairvoyant`` knowledge: each server's forecast over a horizon (seconds), given
+        the hidden state now."""
         self.knowledge = knowledge
         self.plan_by = plan_by
         self.truthful = truthful
@@ -65,7 +85,7 @@ class Belief:
         """Believe ``estimates`` (``estimated`` knowledge; servers without one keep the
         cluster's law), or what the knowledge gives without them."""
         k = self.knowledge
-        if k == "oracle" and self.truthful:
+        if k in ("oracle", "clairvoyant") and self.truthful:
             servers = self.cluster.servers
         elif k != "estimated" or not estimates:  # oblivious; or the truth is no slowdown at all
             servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
@@ -74,14 +94,18 @@ class Belief:
                 dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers
             )
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
+        self.servers: tuple[Server, ...] = servers
+        self.cycle_s = math.inf
+        if k == "clairvoyant":  # every job gets its own forecasts (overrides): no rate view
+            self.rate_view, self.table, self.scenarios = {}, None, None
+            return
         self.rate_view = rate_points(servers, scen)
         self.table = scen
         self.scenarios = scen
         if self.plan_by == "rate":
             servers = tuple(dataclasses.replace(s, slowdown=self.rate_view.get(s.id, s.slowdown)) for s in servers)
             self.scenarios = None
-        self.servers: tuple[Server, ...] = servers
-        self.cycle_s = math.inf
+        self.servers = servers
         e = self.mean_episode_s
         if self.plan_by == "duration" and e is not None and self.rate_view:
             if scen is not None:
@@ -97,7 +121,9 @@ class Belief:
         return ideal_s >= RATE_CYCLES * self.cycle_s
 
     def overrides(self, ideal_s: float) -> dict[str, Any]:
-        """The per-job slowdown overrides of a job of ``ideal_s`` seconds."""
+        """The per-job slowdown overrides of a job of ``ideal_s`` seconds (left to run)."""
+        if self.knowledge == "clairvoyant" and self.truthful and self.forecast is not None:
+            return dict(self.forecast(horizon_bucket(ideal_s)))
         if self.plan_by != "duration" or not self.long(ideal_s):
             return {}
         if self.table is not None:

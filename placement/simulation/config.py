@@ -24,7 +24,11 @@ __all__ = [
     "SUMMARY_FIELDS",
 ]
 
-KNOWLEDGE = ("oracle", "estimated", "oblivious")
+KNOWLEDGE = ("oracle", "estimated", "oblivious", "clairvoyant")
+"""What the scheduler knows of the slowdowns: the true laws (``oracle``), estimates refitted from
+the iteration logs (``estimated``), nothing (``oblivious``), or the hidden state now with the
+law it evolves by (``clairvoyant``: each server's forecast over the job's horizon; a reference
+for what prediction could reach, not something a scheduler can have)."""
 PLAN_BY = ("expected", "rate", "duration")
 RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles

@@ -30,7 +30,7 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.logs import estimate_from_ratios
-from placement.model.records import Instance
+from placement.model.records import Instance, Slowdown
 from placement.problem.reuse import share_derived
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
@@ -142,7 +142,9 @@ class _Simulation:
             plan_by=cfg.plan_by,
             truthful=cfg.dynamics != "none",
             mean_episode_s=self.truth.mean_episode if self.truth.episodes else None,
+            forecast=self._forecast,
         )
+        self.forecasts: dict[float, dict[str, Slowdown]] = {}
         self.template: Instance | None = None
         self.stale = False
         if cfg.knowledge == "estimated" and log_path is not None:
@@ -271,6 +273,7 @@ class _Simulation:
             touched |= self.on_server[c.server]
         for name in touched:
             advance(self.running[name], self.now)
+        self.forecasts.clear()
         for c in changes:
             self.S[c.server] = c.value
             self.slow_log["time_s"].append(c.time_s)
@@ -353,7 +356,7 @@ class _Simulation:
                     j,
                     iterations=left.get(j.id, j.iterations),
                     weight=j.weight,
-                    slowdown=self.belief.overrides(j.iterations * j.compute_ms / 1000.0),
+                    slowdown=self.belief.overrides(left.get(j.id, j.iterations) * j.compute_ms / 1000.0),
                 )
                 for j in jobs
             ),
@@ -368,6 +371,18 @@ class _Simulation:
         else:
             share_derived(inst, self.template)
         return inst
+
+    def _forecast(self, horizon_s: float) -> dict[str, Slowdown]:
+        """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
+        knowledge), cached until the state changes."""
+        f = self.forecasts.get(horizon_s)
+        if f is None:
+            f = {}
+            for sp, sid in enumerate(self.server_ids):
+                values, probs = self.truth.forecast(sp, float(self.S[sp]), horizon_s)
+                f[sid] = Slowdown(values, probs)
+            self.forecasts[horizon_s] = f
+        return f
 
     def _order(self) -> list[TraceJob]:
         if self.cfg.queue == "sjf":
@@ -407,7 +422,11 @@ class _Simulation:
     def _replan(self) -> None:
         if not self.running:
             return
-        runs = list(self.running.values())
+        # a job still restarting after a move stays where it is (moving it again would only
+        # restart it again: with a restart longer than the period, it would never run)
+        runs = [r for r in self.running.values() if r.paused_until <= self.now]
+        if not runs:
+            return
         free = self.free.copy()
         for r in runs:
             for sp, k in r.alloc.items():
@@ -488,6 +507,8 @@ class _Simulation:
         """One logged iteration of every running job that shows one (:func:`.running.observed`)."""
         rows: dict[str, list[Any]] = {k: [] for k in LOG_KEYS}
         for r in self.running.values():
+            if r.paused_until > self.now:
+                continue  # restarting after a move: no iterations to show
             seen = observed(r, self.S, self.rng, self.cfg.ratio_to)
             if seen is None:
                 continue

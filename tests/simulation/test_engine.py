@@ -301,3 +301,24 @@ def test_a_job_that_can_never_be_placed_is_named_instead_of_waiting_forever():
     w = Workload((TraceJob("h100-only", 0.0, 1, 10, 100.0, 1.0, gpu_speed={"H100": 1.0}),), "typed", {})
     with pytest.raises(InvalidInputError, match="'h100-only'"):
         simulate(c, w, method="greedy", dynamics="markov")
+
+
+def test_clairvoyant_knowledge_sees_the_hidden_state_and_avoids_it():
+    # static truth: the forecast is the drawn value for ever, so a clairvoyant scheduler puts
+    # every job on the servers that drew 1.0 while there are enough of them; the law alone
+    # (oracle) cannot tell the servers apart
+    d = Slowdown((1.0, 4.0), (0.5, 0.5))
+    c = cluster([d] * 12)
+    w = Workload(tuple(TraceJob(f"j{i}", float(i * 5000), 2, 200, 100.0, 10.0) for i in range(6)), "spaced", {})
+    oracle_hit_slow = 0
+    for seed in range(6):
+        r = simulate(c, w, method="greedy", knowledge="clairvoyant", dynamics="static", seed=seed)
+        fast = {s for s, v in r.truth_start.items() if v == 1.0}
+        if len(fast) < 2:
+            continue
+        for row in r.jobs:
+            assert {p.split(":")[0] for p in row["placement"].split()} <= fast
+            assert row["slowdown"] == pytest.approx(1.0)
+        oracle = simulate(c, w, method="greedy", knowledge="oracle", dynamics="static", seed=seed)
+        oracle_hit_slow += max(row["slowdown"] for row in oracle.jobs) > 1.0
+    assert oracle_hit_slow >= 1

@@ -164,6 +164,15 @@ class Dynamics:
             k = self.draw_scenario()
             yield t, [Change(t, sp, float(self.table[sp, k])) for sp in range(self.n)]
 
+    # ----------------------------------------------------------- forecast
+    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """What server ``sp``, at value ``now``, shows over the next ``horizon_s`` seconds:
+        the time-averaged law of its slowdown, as ``(values, probs)``.  The base model's
+        answer is the current value for ever (right for ``none``, ``static`` and a
+        ``replay`` whose future is unknown); a model with episodes mixes the current value
+        with its long-run law (:meth:`Markov.forecast`)."""
+        return (float(now),), (1.0,)
+
     # ------------------------------------------------------------ series
     def start(self) -> np.ndarray:
         """Every server's slowdown at time 0."""

@@ -8,16 +8,30 @@ periods between episodes are exponential with the mean that makes the long-run s
 at each value equal its probability: ``E[normal] = E[episode] * p_low / (1 - p_low)``.  The
 state at time 0 is drawn from the long-run shares.  With a scenario table, the scenario
 index is the state, re-drawn at epochs of the episode law (all servers together).
+
+Forecast (:meth:`Markov.forecast`): the two-state chain with the same mean episode and mean
+normal period.  Its state at ``t`` is the current one with probability ``exp(-k t)`` and the
+long-run law otherwise, ``k = 1/E[episode] + 1/E[normal]``; averaged over a horizon ``h`` the
+current value keeps the weight ``(1 - exp(-k h)) / (k h)``.  Exact for exponential periods,
+an approximation for the lognormal episodes (measured in the tests); a short job sees the
+current state, a long one the long-run law.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterator
 
 import numpy as np
 
 from placement.simulation.dynamics.base import Change, Dynamics, draw
+
+
+def _kept(x: float) -> float:
+    """``(1 - exp(-x)) / x``: the average over [0, x] of ``exp(-t)`` (1 at x = 0)."""
+    x = max(x, 0.0)
+    return 1.0 if x < 1e-9 else -math.expm1(-x) / x
 
 
 class Markov(Dynamics):
@@ -48,6 +62,41 @@ class Markov(Dynamics):
     def low_share(self, sp: int) -> float:
         """The long-run share of time server ``sp`` spends at its lowest value."""
         return float(self.states[sp][1][0])
+
+    def law(self, sp: int) -> tuple[np.ndarray, np.ndarray]:
+        """Server ``sp``'s long-run law (values, probabilities) as this model runs it."""
+        values, probs = self.states[sp]
+        p_low = self.low_share(sp)
+        if len(values) < 2 or p_low >= 1.0:
+            return values[:1], np.ones(1)
+        slow = probs[1:] / probs[1:].sum() * (1.0 - p_low)
+        return values, np.concatenate(([p_low], slow))
+
+    def memory(self, sp: int, horizon_s: float) -> float:
+        """The weight the current state keeps, averaged over ``horizon_s``."""
+        p_low = self.low_share(sp)
+        if p_low >= 1.0:
+            return 1.0
+        k = 1.0 / self.mean_episode + (1.0 - p_low) / (self.mean_episode * p_low)
+        return _kept(k * horizon_s)
+
+    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        if self.scenarios:
+            col = self.table[sp]
+            values, inv = np.unique(col, return_inverse=True)
+            law = np.bincount(inv, weights=self.scen_probs, minlength=len(values))
+            rho = _kept(horizon_s / self.mean_episode)  # re-drawn at epochs of the episode law
+        else:
+            values, law = self.law(sp)
+            rho = self.memory(sp, horizon_s)
+        probs = (1.0 - rho) * law
+        hit = np.flatnonzero(np.isclose(values, now))
+        if len(hit):
+            probs[hit[0]] += rho
+        else:
+            values, probs = np.append(values, now), np.append(probs, rho)
+        keep = probs > 1e-12
+        return tuple(float(v) for v in values[keep]), tuple(float(p) for p in probs[keep] / probs[keep].sum())
 
     def next_change(self, sp: int, t: float, now: float) -> tuple[float, int, float]:
         """The change that ends the period server ``sp`` is in at time ``t`` (value ``now``)."""

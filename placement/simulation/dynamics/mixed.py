@@ -57,5 +57,10 @@ class Mixed(Markov):
                 out[sp] = draw(rng, values, np.concatenate(([self.low[sp]], slow)))
         return out
 
+    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        if not self.scenarios and self.persistent[sp]:
+            return (float(now),), (1.0,)  # a persistent straggler stays as it is
+        return super().forecast(sp, now, horizon_s)
+
     def alternating(self) -> list[int]:
         return [sp for sp in super().alternating() if not self.persistent[sp]]
