@@ -22,7 +22,7 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
-from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_PRICES
+from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_EVENTS, REPLAN_PRICES
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
@@ -176,6 +176,33 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     "(one-worker jobs and mostly-slow jobs inform the estimates too), or by its median worker.",
 )
 @click.option(
+    "--replan-events",
+    default="",
+    help="Comma-separated events that trigger a re-plan besides the period: freed (a job finished), "
+    "blocked (a queued job fits the free GPUs in number but not in place), estimate (a refit moves a server's believed mean by "
+    "more than --replan-threshold).",
+)
+@click.option(
+    "--replan-min-gap-s",
+    type=FiniteRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="Least time between two event-triggered re-plans.",
+)
+@click.option(
+    "--replan-threshold",
+    type=FiniteRange(min=0, min_open=True),
+    default=0.1,
+    show_default=True,
+    help="estimate events: the relative change of a server's believed mean that triggers a re-plan.",
+)
+@click.option(
+    "--move-budget-per-hour",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Most workers re-plans may move in any hour.",
+)
+@click.option(
     "--replan-price",
     type=click.Choice(REPLAN_PRICES),
     default="none",
@@ -237,6 +264,10 @@ def simulate(
     restart_s: float,
     replan_price: str,
     ratio_to: str,
+    replan_events: str,
+    replan_min_gap_s: float,
+    replan_threshold: float,
+    move_budget_per_hour: int | None,
     seeds: str,
     no_reference: bool,
     parallel: int,
@@ -296,6 +327,10 @@ def simulate(
         "restart_s": restart_s,
         "replan_price": replan_price,
         "ratio_to": ratio_to,
+        "replan_events": csv_list(replan_events, "replan-events", REPLAN_EVENTS) if replan_events else [],
+        "replan_min_gap_s": replan_min_gap_s,
+        "replan_threshold": replan_threshold,
+        "move_budget_per_hour": move_budget_per_hour,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
     }
     from placement.simulation.config import PLAN_BY

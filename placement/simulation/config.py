@@ -18,6 +18,7 @@ __all__ = [
     "PLAN_BY",
     "RATE_CYCLES",
     "QUEUES",
+    "REPLAN_EVENTS",
     "REPLAN_PRICES",
     "RATIO_TO",
     "SimulationError",
@@ -39,11 +40,20 @@ RATIO_TO = ("median", "profiled")
 (blind when most of a job's servers are slow, and for one-server jobs) or its ``profiled``
 straggler-free time on that GPU type (what a job's first iterations on healthy servers, or its
 profile, tell; the simulator knows it)."""
-REPLAN_PRICES = ("none", "remaining")
+REPLAN_EVENTS = ("freed", "blocked", "estimate")
+"""Events that trigger a re-plan besides the period: ``freed`` (a job finished: running jobs
+may take the GPUs the queue left), ``blocked`` (after a decision, a queued job fits the free
+GPUs in number but not in place, as a tensor-parallel group that needs one server: the re-plan
+offers the queued jobs too, so compacting the running jobs counts), ``estimate`` (a refit moved
+some server's believed mean by more than ``replan_threshold``, relative, since the last
+re-plan).  At most one event re-plan per ``replan_min_gap_s``."""
+REPLAN_PRICES = ("none", "remaining", "gpu_time")
 """How a re-plan prices moves: ``none`` (each running job at its whole iterations, moves free:
 the earlier behaviour) or ``remaining`` (DESIGN.md, "Priced re-planning": the objective is the
 expected remaining time ``sum_j w_j R_j E[T_j]`` over the iterations ``R_j`` left, and a job that
-moves pays its restart, ``w_j restart_s``, once)."""
+moves pays its restart, ``w_j restart_s``, once), or ``gpu_time`` (the same with every job
+weighted by the GPUs it holds: the remaining GPU-time, which is what the jobs waiting for GPUs
+wait on, and a move's restart in GPU-seconds)."""
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
@@ -119,6 +129,14 @@ class SimConfig:
     max_moves: int | None = None
     restart_s: float = 0.0
     """Seconds of progress a job moved by re-planning loses (it pauses that long)."""
+    replan_events: tuple[str, ...] = ()
+    """:data:`REPLAN_EVENTS` that trigger a re-plan besides the period."""
+    replan_min_gap_s: float = 600.0
+    """Least time between two event-triggered re-plans."""
+    replan_threshold: float = 0.1
+    """``estimate`` events: the relative change of a server's believed mean that triggers."""
+    move_budget_per_hour: int | None = None
+    """Most workers re-plans may move in any hour (``None``: no budget)."""
     replan_price: str = "none"
     """:data:`REPLAN_PRICES`."""
     seed: int = 0
@@ -153,10 +171,25 @@ class SimConfig:
             problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
         if self.max_offer < 1:
             problems.append(f"max_offer must be >= 1, got {self.max_offer!r}")
-        if self.replan_every_s is not None and not get_method(self.method).replans:
+        object.__setattr__(self, "replan_events", tuple(self.replan_events))  # a list from JSON
+        bad_events = [e for e in self.replan_events if e not in REPLAN_EVENTS]
+        if bad_events:
+            problems.append(f"replan_events must be among {', '.join(REPLAN_EVENTS)}, got {', '.join(bad_events)}")
+        if not (math.isfinite(self.replan_min_gap_s) and self.replan_min_gap_s >= 0):
+            problems.append(f"replan_min_gap_s must be a finite number >= 0, got {self.replan_min_gap_s!r}")
+        if not (math.isfinite(self.replan_threshold) and self.replan_threshold > 0):
+            problems.append(f"replan_threshold must be a finite number > 0, got {self.replan_threshold!r}")
+        if self.move_budget_per_hour is not None and self.move_budget_per_hour < 1:
+            problems.append(f"move_budget_per_hour must be >= 1 or None, got {self.move_budget_per_hour!r}")
+        if self.replans and not get_method(self.method).replans:
             problems.append(f"re-planning needs a method that re-plans (auto, local_search), got {self.method!r}")
         if problems:
             raise InvalidInputError(problems)
+
+    @property
+    def replans(self) -> bool:
+        """Whether running jobs may move (a period or an event triggers re-plans)."""
+        return self.replan_every_s is not None or bool(self.replan_events)
 
     @property
     def label(self) -> str:

@@ -22,6 +22,7 @@ import dataclasses
 import heapq
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,13 @@ class _Simulation:
         self.rng = np.random.default_rng(np.random.SeedSequence(int(cfg.seed) % 2**63).spawn(2)[1])
         self.migrations = 0
         self.replan_walls: list[float] = []
+        self.last_event_replan = -math.inf
+        self.freed = False
+        """GPUs were freed since the last decision (the ``freed`` event)."""
+        self.replanning = False
+        self.moved_workers: deque[tuple[float, int]] = deque()
+        """(time, workers moved) of the re-plans of the last hour (the move budget)."""
+        self.replan_means: np.ndarray | None = None
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -224,6 +232,7 @@ class _Simulation:
             return False  # superseded: the job's completion was rescheduled
         self._finish(r)
         self.pending_jobs -= 1
+        self.freed = True
         return True
 
     def _on_change(self, data: Sequence[Any]) -> bool:
@@ -243,7 +252,17 @@ class _Simulation:
     def _on_estimate(self, _: Any) -> bool:
         self._observe()
         self._again(_ESTIMATE, self.cfg.estimate_every_s)
+        if "estimate" in self.cfg.replan_events and self.stale and self._may_replan_on_event():
+            self._refit()
+            now = np.array([s.slowdown.mean() for s in self.belief.servers])
+            was = self.replan_means
+            if was is None or (np.abs(now - was) / was > self.cfg.replan_threshold).any():
+                self.last_event_replan = self.now
+                self._replan()
         return False
+
+    def _may_replan_on_event(self) -> bool:
+        return not self.replanning and self.now - self.last_event_replan >= self.cfg.replan_min_gap_s
 
     def _on_replan(self, _: Any) -> bool:
         self._replan()
@@ -389,7 +408,7 @@ class _Simulation:
             return sorted(self.queue, key=lambda j: (j.iterations * j.compute_ms, j.submit_s, j.id))
         return self.queue
 
-    def _decide(self) -> None:
+    def _decide_queue(self) -> None:
         left = int(self.free.sum())
         if not self.queue or left == 0:
             return
@@ -419,27 +438,87 @@ class _Simulation:
                 self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
         self.queue = [j for j in self.queue if j.id not in placed]
 
-    def _replan(self) -> None:
+    def _decide(self) -> None:
+        """Place what waits; then the re-plan a ``freed`` or ``blocked`` event asks for."""
+        self._decide_queue()
+        events = self.cfg.replan_events
+        if not events or not self._may_replan_on_event():
+            return
+        freed, self.freed = self.freed, False
+        if "freed" in events and freed:
+            self.last_event_replan = self.now
+            self._replan()
+        elif "blocked" in events and self.queue and any(j.workers <= int(self.free.sum()) for j in self.queue):
+            self.last_event_replan = self.now
+            self._replan(with_queue=True)
+
+    def _budget(self) -> int | None:
+        """Workers the re-plan may move: ``max_moves`` within what the hourly budget leaves."""
+        cap = self.cfg.max_moves
+        if self.cfg.move_budget_per_hour is None:
+            return cap
+        while self.moved_workers and self.moved_workers[0][0] <= self.now - 3600.0:
+            self.moved_workers.popleft()
+        left = self.cfg.move_budget_per_hour - sum(k for _, k in self.moved_workers)
+        return left if cap is None else min(cap, left)
+
+    def _replan(self, with_queue: bool = False) -> None:
+        """Re-plan the running jobs that may move (and, ``with_queue``, offer the queued jobs
+        that fit the free GPUs in number), then place what waits on what was freed."""
+        if self.replanning:
+            return
+        self.replanning = True
+        try:
+            self._replan_once(with_queue)
+            self.replan_means = np.array([s.slowdown.mean() for s in self.belief.servers])
+            if self.queue:
+                self._decide_queue()
+        finally:
+            self.replanning = False
+
+    def _replan_once(self, with_queue: bool) -> None:
         if not self.running:
             return
         # a job still restarting after a move stays where it is (moving it again would only
         # restart it again: with a restart longer than the period, it would never run)
         runs = [r for r in self.running.values() if r.paused_until <= self.now]
-        if not runs:
+        budget = self._budget()
+        if not runs or (budget is not None and budget <= 0):
             return
+        # with the queue: the queued jobs that fit in number, at a weight so small that placing
+        # them counts only before the running jobs' times (best_effort places the most weight
+        # first) and never at a running job's expense; the re-plan keeps only the running
+        # jobs' moves, and the decision that follows places the queue on what they freed
+        offer: list[TraceJob] = []
+        if with_queue:
+            # below 1 / max_offer of the lightest running job: no set of offered queued jobs
+            # outweighs one running job
+            queue_weight = (
+                0.5 * min(r.tj.weight for r in runs) / (self.cfg.max_offer * max(j.weight for j in self.queue))
+            )
+            room = int(self.free.sum())
+            for j in self._order():
+                if j.workers <= room and len(offer) < self.cfg.max_offer:
+                    offer.append(dataclasses.replace(j, weight=j.weight * queue_weight))
+                    room -= j.workers
         free = self.free.copy()
         for r in runs:
             for sp, k in r.alloc.items():
                 free[sp] += k
-        priced = self.cfg.replan_price == "remaining"
-        if priced:  # each job by the work it has left; a move pays its restart once
+        price = self.cfg.replan_price
+        if price != "none":  # each job by the work it has left; a move pays its restart once
             for r in runs:
                 advance(r, self.now)
             left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
-            inst = self._decision_instance([r.tj for r in runs], free, left, "weighted_expected_jct")
-            restart = {r.tj.id: r.tj.weight * self.cfg.restart_s for r in runs if self.cfg.restart_s > 0}
+            # gpu_time: a job's remaining time and its restart count once per GPU it holds
+            tjs = [
+                dataclasses.replace(r.tj, weight=r.tj.weight * r.tj.workers) if price == "gpu_time" else r.tj
+                for r in runs
+            ]
+            inst = self._decision_instance(tjs + offer, free, left, "weighted_expected_jct")
+            restart = {t.id: t.weight * self.cfg.restart_s for t in tjs if self.cfg.restart_s > 0}
         else:
-            inst = self._decision_instance([r.tj for r in runs], free)
+            inst = self._decision_instance([r.tj for r in runs] + offer, free)
             restart = {}
         previous = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
         w0 = time.perf_counter()
@@ -450,13 +529,13 @@ class _Simulation:
             seed=self.cfg.seed,
             previous=previous,
             previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
-            max_moves=self.cfg.max_moves,
+            max_moves=budget,
             restart_cost=restart or None,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         self.replan_walls.append(self.decision_walls[-1])
-        if not sol.status.has_placement:
-            return
+        if not sol.status.has_placement or any(r.tj.id not in sol.assignment for r in runs):
+            return  # every running job keeps a place, or nothing changes
         pos = inst.server_pos
 
         def shards_of(jid: str) -> dict[int, int]:
@@ -480,11 +559,14 @@ class _Simulation:
                 self.free[sp] += k
             for sp in r.servers():
                 self.on_server[sp].discard(r.tj.id)
+        moved_workers = 0
         for r in moved:
             alloc = {pos[s]: int(k) for s, k in sol.assignment[r.tj.id].items()}
             for sp, k in alloc.items():
                 self.free[sp] -= k
-            r.moves += sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
+            n_moved = sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
+            r.moves += n_moved
+            moved_workers += n_moved
             r.alloc = alloc
             r.shards = shards_of(r.tj.id)
             for sp in r.servers():
@@ -497,6 +579,8 @@ class _Simulation:
             self.migrations += 1
             self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
             self._schedule_completion(r)
+        if moved_workers:
+            self.moved_workers.append((self.now, moved_workers))
         if (self.free < 0).any():
             raise SimulationError(
                 f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"

@@ -199,7 +199,8 @@ def test_replanning_moves_a_job_off_a_server_found_slow(tmp_path):
     assert moved.jobs[0]["jct_s"] < still.jobs[0]["jct_s"]
 
 
-def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_restart(tmp_path):
+@pytest.mark.parametrize("price", ["remaining", "gpu_time"])
+def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_restart(tmp_path, price):
     """s0 turns 3x slow at t = 10 s under a 2-worker job of 20,000 iterations (about 2,000 s
     left at its old pace when the first re-plan comes at 120 s). Priced by its remaining work, a
     30 s restart is repaid and the job moves; a 100,000 s restart is not, and it stays, where
@@ -223,7 +224,7 @@ def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_re
             replan_price=price,
         )
 
-    cheap, dear, blind = run("remaining", 30.0), run("remaining", 100_000.0), run("none", 100_000.0)
+    cheap, dear, blind = run(price, 30.0), run(price, 100_000.0), run("none", 100_000.0)
     assert cheap.summary["migrations"] == 1 and "s0" not in cheap.jobs[0]["placement"]
     assert dear.summary["migrations"] == 0 and "s0" in dear.jobs[0]["placement"]
     assert blind.summary["migrations"] >= 1
@@ -322,3 +323,61 @@ def test_clairvoyant_knowledge_sees_the_hidden_state_and_avoids_it():
         oracle = simulate(c, w, method="greedy", knowledge="oracle", dynamics="static", seed=seed)
         oracle_hit_slow += max(row["slowdown"] for row in oracle.jobs) > 1.0
     assert oracle_hit_slow >= 1
+
+
+def _two_servers_one_slow(tmp_path, rows: str = "0,s1,3.0\n"):
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n" + rows)
+    c = cluster([Slowdown()] * 2)
+    short = TraceJob("short", 0.0, 1, 1000, 100.0, 1.0)  # 100 s on s0
+    long = TraceJob("long", 1.0, 1, 20_000, 100.0, 1.0)  # arrives when only s1 (3x slow) is free
+    return c, Workload((short, long), "two", {}), str(p)
+
+
+def test_a_freed_event_moves_a_job_onto_the_gpus_a_finished_job_left(tmp_path):
+    c, w, replay = _two_servers_one_slow(tmp_path)
+    common = dict(method="local_search", knowledge="clairvoyant", dynamics="replay", replay_path=replay, restart_s=10.0)
+    still = simulate(c, w, **common)
+    moved = simulate(c, w, **common, replan_events=("freed",))
+    row = {r["job"]: r for r in moved.jobs}
+    assert still.summary["migrations"] == 0 and {r["job"]: r for r in still.jobs}["long"]["placement"] == "s1:1"
+    assert moved.summary["migrations"] == 1 and row["long"]["placement"] == "s0:1"
+    assert row["long"]["jct_s"] < {r["job"]: r for r in still.jobs}["long"]["jct_s"]
+    assert moved.summary["replans"] == 1  # one event: the short job's end
+
+
+def test_an_estimate_event_re_plans_when_a_refit_finds_a_server_slow(tmp_path):
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
+    c = cluster([Slowdown()] * 3)
+    w = one_job(2, 20_000, gradient_mb=1.0)
+    common = dict(
+        method="local_search", knowledge="estimated", dynamics="replay", replay_path=str(p), estimate_every_s=60.0
+    )
+    quiet = simulate(c, w, **common)
+    told = simulate(c, w, **common, replan_events=("estimate",), restart_s=5.0)
+    assert quiet.summary["migrations"] == 0 and "s0" in quiet.jobs[0]["placement"]
+    assert told.summary["migrations"] == 1 and "s0" not in told.jobs[0]["placement"]
+
+
+def test_the_hourly_move_budget_caps_the_workers_re_plans_move(tmp_path):
+    # s0 and s1 swap being slow every 200 s; an unpriced re-plan every 60 s chases them
+    rows = "".join(f"{t},s{(t // 200) % 2},3.0\n{t},s{1 - (t // 200) % 2},1.0\n" for t in range(0, 7200, 200))
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n" + rows)
+    c = cluster([Slowdown()] * 2)
+    w = Workload((TraceJob("j", 0.0, 1, 60_000, 100.0, 1.0),), "one", {})
+    common = dict(
+        method="local_search", knowledge="clairvoyant", dynamics="replay", replay_path=str(p), replan_every_s=60.0
+    )
+    free = simulate(c, w, **common)
+    capped = simulate(c, w, **common, move_budget_per_hour=1)
+    hours = math.ceil(capped.jobs[0]["end_s"] / 3600.0)
+    assert free.summary["migrations"] > 2 * hours
+    assert 1 <= capped.summary["migrations"] <= hours
+    with pytest.raises(InvalidInputError, match="move_budget_per_hour"):
+        SimConfig(method="local_search", replan_every_s=60.0, move_budget_per_hour=0)
+    with pytest.raises(InvalidInputError, match="replan_events"):
+        SimConfig(method="local_search", replan_events=("sometimes",))
+    with pytest.raises(InvalidInputError, match="re-planning needs a method"):
+        SimConfig(method="greedy", replan_events=("freed",))
