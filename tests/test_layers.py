@@ -247,6 +247,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.problem.variants": ("compare/test_harness.py", "ideal_lower_bound"),
     "placement.simulation.belief": ("simulation/test_engine.py", "plan_by"),
     "placement.simulation.observations": ("simulation/test_engine.py", "iteration_log"),
+    "placement.simulation.policy": ("simulation/test_engine.py", "replan_events"),
     "placement.simulation.config": ("simulation/test_engine.py", "SimConfig"),
     "placement.simulation.metrics": ("simulation/test_engine.py", "avg_jct_s"),
     "placement.simulation.dynamics.base": ("simulation/test_dynamics.py", "DynamicsOptions"),

@@ -1,0 +1,316 @@
+"""The scheduler's policy in a simulation: the instance a decision solves, placing the queue,
+and re-planning the running jobs (on the period, on events, within the move budget, priced or
+not).  A mixin of the engine's ``_Simulation``: it reads the simulation's state (declared
+below) and starts jobs through the engine."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from placement.model.records import Instance, Slowdown
+from placement.problem.reuse import share_derived
+from placement.simulation.belief import Belief
+from placement.simulation.config import SimConfig, SimulationError
+from placement.simulation.dynamics import Dynamics
+from placement.simulation.running import (
+    Running,
+    advance,
+    iteration_ms,
+    placed_on,
+    problem_job,
+    set_stages,
+    shards_on,
+)
+from placement.simulation.workload import TraceJob
+from placement.solving.driver import solve
+
+__all__ = ["Policy"]
+
+
+class Policy:
+    """Decisions and re-plans (mixed into the engine, which owns the state)."""
+
+    cfg: SimConfig
+    cluster: Instance
+    truth: Dynamics
+    belief: Belief
+    server_ids: list[str]
+    now: float
+    S: np.ndarray
+    free: np.ndarray
+    queue: list[TraceJob]
+    running: dict[str, Running]
+    on_server: list[set[str]]
+    template: Instance | None
+    stale: bool
+    forecasts: dict[float, dict[str, Slowdown]]
+    decision_walls: list[float]
+    replan_walls: list[float]
+    migrations: int
+    restart_gpu_s: float
+    freed: bool
+    last_event_replan: float
+    replanning: bool
+    moved_workers: deque[tuple[float, int]]
+    replan_means: np.ndarray | None
+
+    def _start(
+        self,
+        tj: TraceJob,
+        alloc: dict[int, int],
+        shards: dict[int, int] | None = None,
+        stages: Sequence[Sequence[int]] | None = None,
+    ) -> None:
+        raise NotImplementedError
+
+    def _refit(self) -> None:
+        raise NotImplementedError
+
+    def _schedule_completion(self, r: Running) -> None:
+        raise NotImplementedError
+
+    # --------------------------------------------------------- decisions
+    def _decision_instance(
+        self,
+        jobs: Sequence[TraceJob],
+        free: np.ndarray,
+        remaining: Mapping[str, int] | None = None,
+        objective: str | None = None,
+    ) -> Instance:
+        """The instance a decision solves: ``jobs`` on the believed servers with ``free`` GPUs;
+        ``remaining`` iterations per job instead of its whole ones, and ``objective`` instead
+        of the configuration's (a priced re-plan)."""
+        if self.stale:
+            self._refit()
+        left = remaining or {}
+        servers = tuple(
+            dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.belief.servers)
+        )
+        scen = self.belief.scenarios
+        inst = Instance(
+            name=f"{self.cluster.name}@{self.now:.0f}s",
+            servers=servers,
+            jobs=tuple(
+                problem_job(
+                    j,
+                    iterations=left.get(j.id, j.iterations),
+                    weight=j.weight,
+                    slowdown=self.belief.overrides(left.get(j.id, j.iterations) * j.compute_ms / 1000.0),
+                )
+                for j in jobs
+            ),
+            switches=self.cluster.switches,
+            links=self.cluster.links,
+            scenarios=scen,
+            objective=objective or self.cfg.objective,
+            admission="best_effort",
+        )
+        if self.template is None:
+            self.template = inst
+        else:
+            share_derived(inst, self.template)
+        return inst
+
+    def _forecast(self, horizon_s: float) -> dict[str, Slowdown]:
+        """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
+        knowledge), cached until the state changes."""
+        f = self.forecasts.get(horizon_s)
+        if f is None:
+            f = {}
+            for sp, sid in enumerate(self.server_ids):
+                values, probs = self.truth.forecast(sp, float(self.S[sp]), horizon_s)
+                f[sid] = Slowdown(values, probs)
+            self.forecasts[horizon_s] = f
+        return f
+
+    def _order(self) -> list[TraceJob]:
+        if self.cfg.queue == "sjf":
+            return sorted(self.queue, key=lambda j: (j.iterations * j.compute_ms, j.submit_s, j.id))
+        return self.queue
+
+    def _decide_queue(self) -> None:
+        left = int(self.free.sum())
+        if not self.queue or left == 0:
+            return
+        offer: list[TraceJob] = []
+        for j in self._order():
+            if j.workers <= left:
+                offer.append(j)
+                left -= j.workers
+                if len(offer) >= self.cfg.max_offer or left == 0:
+                    break
+        if not offer:
+            return
+        inst = self._decision_instance(offer, self.free)
+        w0 = time.perf_counter()
+        sol = solve(inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed)
+        self.decision_walls.append(time.perf_counter() - w0)
+        if sol.status.value == "error":
+            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        if not sol.assignment:
+            return
+        placed = set(sol.assignment)
+        pos = inst.server_pos
+        for j in offer:
+            if j.id in placed:
+                shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
+                stages = [[pos[s] for s in row] for row in sol.stages.get(j.id, ())]
+                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
+        self.queue = [j for j in self.queue if j.id not in placed]
+
+    def _decide(self) -> None:
+        """Place what waits; then the re-plan a ``freed`` or ``blocked`` event asks for."""
+        self._decide_queue()
+        events = self.cfg.replan_events
+        if not events or not self._may_replan_on_event():
+            return
+        freed, self.freed = self.freed, False
+        if "freed" in events and freed:
+            self.last_event_replan = self.now
+            self._replan()
+        elif "blocked" in events and self.queue and any(j.workers <= int(self.free.sum()) for j in self.queue):
+            self.last_event_replan = self.now
+            self._replan(with_queue=True)
+
+    def _budget(self) -> int | None:
+        """Workers the re-plan may move: ``max_moves`` within what the hourly budget leaves."""
+        cap = self.cfg.max_moves
+        if self.cfg.move_budget_per_hour is None:
+            return cap
+        while self.moved_workers and self.moved_workers[0][0] <= self.now - 3600.0:
+            self.moved_workers.popleft()
+        left = self.cfg.move_budget_per_hour - sum(k for _, k in self.moved_workers)
+        return left if cap is None else min(cap, left)
+
+    def _replan(self, with_queue: bool = False) -> None:
+        """Re-plan the running jobs that may move (and, ``with_queue``, offer the queued jobs
+        that fit the free GPUs in number), then place what waits on what was freed."""
+        if self.replanning:
+            return
+        self.replanning = True
+        try:
+            self._replan_once(with_queue)
+            self.replan_means = np.array([s.slowdown.mean() for s in self.belief.servers])
+            if self.queue:
+                self._decide_queue()
+        finally:
+            self.replanning = False
+
+    def _replan_once(self, with_queue: bool) -> None:
+        if not self.running:
+            return
+        # a job still restarting after a move stays where it is (moving it again would only
+        # restart it again: with a restart longer than the period, it would never run)
+        runs = [r for r in self.running.values() if r.paused_until <= self.now]
+        budget = self._budget()
+        if not runs or (budget is not None and budget <= 0):
+            return
+        # with the queue: the queued jobs that fit in number, at a weight so small that placing
+        # them counts only before the running jobs' times (best_effort places the most weight
+        # first) and never at a running job's expense; the re-plan keeps only the running
+        # jobs' moves, and the decision that follows places the queue on what they freed
+        offer: list[TraceJob] = []
+        if with_queue:
+            # below 1 / max_offer of the lightest running job: no set of offered queued jobs
+            # outweighs one running job
+            queue_weight = (
+                0.5 * min(r.tj.weight for r in runs) / (self.cfg.max_offer * max(j.weight for j in self.queue))
+            )
+            room = int(self.free.sum())
+            for j in self._order():
+                if j.workers <= room and len(offer) < self.cfg.max_offer:
+                    offer.append(dataclasses.replace(j, weight=j.weight * queue_weight))
+                    room -= j.workers
+        free = self.free.copy()
+        for r in runs:
+            for sp, k in r.alloc.items():
+                free[sp] += k
+        price = self.cfg.replan_price
+        if price != "none":  # each job by the work it has left; a move pays its restart once
+            for r in runs:
+                advance(r, self.now)
+            left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
+            # gpu_time: a job's remaining time and its restart count once per GPU it holds
+            tjs = [
+                dataclasses.replace(r.tj, weight=r.tj.weight * r.tj.workers) if price == "gpu_time" else r.tj
+                for r in runs
+            ]
+            inst = self._decision_instance(tjs + offer, free, left, "weighted_expected_jct")
+            restart = {t.id: t.weight * self.cfg.restart_s for t in tjs if self.cfg.restart_s > 0}
+        else:
+            inst = self._decision_instance([r.tj for r in runs] + offer, free)
+            restart = {}
+        previous = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
+        w0 = time.perf_counter()
+        sol = solve(
+            inst,
+            self.cfg.method,
+            time_limit_s=self.cfg.decision_time_limit_s,
+            seed=self.cfg.seed,
+            previous=previous,
+            previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
+            max_moves=budget,
+            restart_cost=restart or None,
+        )
+        self.decision_walls.append(time.perf_counter() - w0)
+        self.replan_walls.append(self.decision_walls[-1])
+        if not sol.status.has_placement or any(r.tj.id not in sol.assignment for r in runs):
+            return  # every running job keeps a place, or nothing changes
+        pos = inst.server_pos
+
+        def shards_of(jid: str) -> dict[int, int]:
+            return {pos[s]: int(k) for s, k in sol.shards.get(jid, {}).items()}
+
+        def stages_of(jid: str) -> tuple[tuple[int, ...], ...]:
+            return tuple(tuple(pos[s] for s in row) for row in sol.stages.get(jid, ()))
+
+        moved = [
+            r
+            for r in runs
+            if sol.assignment.get(r.tj.id)
+            and (
+                {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
+                or shards_of(r.tj.id) != r.shards
+            )  # a hybrid job whose servers stay keeps its mapping: a new one would restart it
+        ]
+        for r in moved:
+            advance(r, self.now)
+            for sp, k in r.alloc.items():
+                self.free[sp] += k
+            for sp in r.servers():
+                self.on_server[sp].discard(r.tj.id)
+        moved_workers = 0
+        for r in moved:
+            alloc = {pos[s]: int(k) for s, k in sol.assignment[r.tj.id].items()}
+            for sp, k in alloc.items():
+                self.free[sp] -= k
+            n_moved = sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
+            r.moves += n_moved
+            moved_workers += n_moved
+            r.alloc = alloc
+            r.shards = shards_of(r.tj.id)
+            for sp in r.servers():
+                self.on_server[sp].add(r.tj.id)
+            r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
+            r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
+            set_stages(self.cluster, r, stages_of(r.tj.id))
+            r.T = iteration_ms(r, self.S)
+            r.paused_until = self.now + self.cfg.restart_s
+            self.migrations += 1
+            self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
+            self._schedule_completion(r)
+        if moved_workers:
+            self.moved_workers.append((self.now, moved_workers))
+        if (self.free < 0).any():
+            raise SimulationError(
+                f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"
+            )
+
+    def _may_replan_on_event(self) -> bool:
+        return not self.replanning and self.now - self.last_event_replan >= self.cfg.replan_min_gap_s
