@@ -456,6 +456,9 @@ def main(argv: list[str] | None = None) -> None:
     on.add_argument("--replan-price", default="none")
     on.add_argument("--decision-time-limit", type=float, default=0.5)
     on.add_argument("--parallel", type=int, default=1)
+    on.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=JSON", help="a SimConfig field for every run (repeatable)"
+    )
     on.add_argument("-o", "--out", default="benchmarks/online")
     a = ap.parse_args(argv)
     if a.what == "online":
@@ -464,6 +467,20 @@ def main(argv: list[str] | None = None) -> None:
         ]
         if unknown:
             ap.error(f"unknown cell or configuration {', '.join(unknown)} (cells: {', '.join(CELLS)})")
+        import json
+
+        extra = {}
+        for item in a.set:
+            key, _, value = item.partition("=")
+            try:
+                extra[key] = json.loads(value)
+            except json.JSONDecodeError:
+                extra[key] = value
+        from placement.simulation.config import SimConfig
+
+        known = set(SimConfig.__dataclass_fields__)
+        if set(extra) - known:
+            ap.error(f"--set: not SimConfig fields: {', '.join(sorted(set(extra) - known))}")
         bench_online(
             a.cells.split(","),
             a.configs.split(","),
@@ -471,6 +488,7 @@ def main(argv: list[str] | None = None) -> None:
             Path(a.out),
             replan_price=a.replan_price,
             decision_time_limit_s=a.decision_time_limit,
+            extra=extra,
             parallel=a.parallel,
         )
         print((Path(a.out) / "online.md").read_text())

@@ -174,16 +174,25 @@ def bench_online(
     *,
     replan_price: str = "none",
     decision_time_limit_s: float = 0.5,
+    extra: dict[str, Any] | None = None,
     parallel: int = 1,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (resuming) every cell x configuration x seed, then write ``out/online.md`` and
     ``out/online.json``: per configuration the means with their intervals, and per cell the
-    paired effects.  Returns what ``online.json`` holds."""
+    paired effects.  ``extra``: :class:`~placement.simulation.config.SimConfig` fields for every
+    run (``replan_events``, ``move_budget_per_hour``, ...; a configuration's own fields win).
+    Returns what ``online.json`` holds."""
+    from dataclasses import fields
+
+    from placement.simulation.config import SimConfig
     from placement.simulation.runner import simulate_sweep
 
-    common = {"decision_time_limit_s": decision_time_limit_s, "replan_price": replan_price}
-    result: dict[str, Any] = {"seeds": list(seeds), "replan_price": replan_price, "cells": {}}
+    unknown = sorted(set(extra or {}) - {f.name for f in fields(SimConfig)})
+    if unknown:
+        raise ValueError(f"not SimConfig fields: {', '.join(unknown)}")
+    common = {"decision_time_limit_s": decision_time_limit_s, "replan_price": replan_price, **(extra or {})}
+    result: dict[str, Any] = {"seeds": list(seeds), "replan_price": replan_price, "extra": extra or {}, "cells": {}}
     for cname in cells:
         cell = CELLS[cname]
         per: dict[str, dict[int, dict[str, Any]]] = {}
@@ -260,7 +269,9 @@ def _write(result: dict[str, Any], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "online.json").write_text(json.dumps(result, indent=1) + "\n")
     lines = [
-        f"Seeds {', '.join(map(str, result['seeds']))}; re-plan price `{result['replan_price']}`; "
+        f"Seeds {', '.join(map(str, result['seeds']))}; re-plan price `{result['replan_price']}`"
+        + "".join(f"; `{k}` {v}" for k, v in result.get("extra", {}).items())
+        + "; "
         "each figure is the mean over seeds [95% bootstrap interval]; times in seconds.",
         "",
     ]

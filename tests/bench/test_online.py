@@ -60,6 +60,11 @@ def test_a_small_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     assert all("(2 already in" in m for m in said if "configurations" in m), said
 
 
+def test_extra_fields_are_checked_and_recorded(tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="not SimConfig fields: bogus"):
+        bench_online(["cluster04-pod256-markov"], ["consolidate"], [0], tmp_path, extra={"bogus": 1})
+
+
 def test_the_generated_clusters_are_written_once(tmp_path):
     path = online.cluster_file("hetero256", tmp_path)
     first = Path(path).read_text()
