@@ -115,6 +115,10 @@ class Belief:
                 lows = [p for p in (low_share(s.slowdown) for s in servers if s.id in self.rate_view) if p < 1.0]
                 self.cycle_s = float(np.mean([e / (1.0 - p) for p in lows])) if lows else math.inf
 
+    def means(self) -> np.ndarray:
+        """Every server's believed mean slowdown, in cluster order."""
+        return np.array([s.slowdown.mean() for s in self.servers])
+
     def long(self, ideal_s: float) -> bool:
         """Whether a job of ``ideal_s`` straggler-free seconds lives through enough
         slow-state cycles to run at its steady rate."""

@@ -252,7 +252,7 @@ class _Simulation(Policy):
         self._again(_ESTIMATE, self.cfg.estimate_every_s)
         if "estimate" in self.cfg.replan_events and self.stale and self._may_replan_on_event():
             self._refit()
-            now = np.array([s.slowdown.mean() for s in self.belief.servers])
+            now = self.belief.means()
             was = self.replan_means
             if was is None or (np.abs(now - was) / was > self.cfg.replan_threshold).any():
                 self.last_event_replan = self.now

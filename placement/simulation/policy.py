@@ -196,7 +196,7 @@ class Policy:
         self.replanning = True
         try:
             self._replan_once(with_queue)
-            self.replan_means = np.array([s.slowdown.mean() for s in self.belief.servers])
+            self.replan_means = self.belief.means()
             if self.queue:
                 self._decide_queue()
         finally:

@@ -153,6 +153,12 @@ class Dynamics:
         x = float(np.exp(rng.normal(math.log(self.median), EPISODE_SIGMA)))
         return min(max(x, EPISODE_MIN_S), EPISODE_MAX_S)
 
+    def draw_law(self) -> np.ndarray:
+        """Every server's value drawn from its long-run law (one scenario, with a table)."""
+        if self.scenarios:
+            return self.table[:, self.draw_scenario()].copy()
+        return np.array([draw(rng, v, p) for rng, (v, p) in zip(self.rngs, self.states)])
+
     def draw_scenario(self) -> int:
         return int(draw(self.clock_rng, np.arange(len(self.scen_probs), dtype=float), self.scen_probs))
 

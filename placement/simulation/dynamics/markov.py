@@ -40,9 +40,7 @@ class Markov(Dynamics):
     episodes = True
 
     def start(self) -> np.ndarray:
-        if self.scenarios:
-            return self.table[:, self.draw_scenario()].copy()
-        return np.array([draw(rng, v, p) for rng, (v, p) in zip(self.rngs, self.states)])
+        return self.draw_law()
 
     def changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
         if self.scenarios:

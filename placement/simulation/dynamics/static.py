@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from placement.simulation.dynamics.base import Change, Dynamics, draw
+from placement.simulation.dynamics.base import Change, Dynamics
 
 
 class Static(Dynamics):
@@ -15,9 +15,7 @@ class Static(Dynamics):
     summary = "each server draws its S once and keeps it (persistent stragglers)"
 
     def start(self) -> np.ndarray:
-        if self.scenarios:
-            return self.table[:, self.draw_scenario()].copy()
-        return np.array([draw(rng, v, p) for rng, (v, p) in zip(self.rngs, self.states)])
+        return self.draw_law()
 
     def changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
         return iter(())
