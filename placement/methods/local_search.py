@@ -8,12 +8,13 @@ when re-planning, the move budget and price.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from placement.evaluation.ranking import placement_key
-from placement.formulations.transport import transport_lp
+from placement.formulations.transport import CLASS_STEP, transport_lp
 from placement.methods.greedy import greedy, greedy_job, price_guided_greedy
 from placement.methods.replan import start_from_previous
 from placement.model.records import Assignment, Instance
@@ -296,26 +297,34 @@ PRICED_ROOM = 0.3
 this share of the time limit left (a pass takes about 3 s at 4,278 servers)."""
 
 
+REFINE_ROOM = 2.5
+"""See :func:`bound_then_improve`: a coarse LP is solved again with fine classes only when
+this many times its time is left for it (fine classes took 1.9x as long on fleet1g-4278)."""
+
+
 def bound_then_improve(
     instance: Instance,
     opts: Options,
-    best: Assignment | None,
+    best: Assignment,
     path: list[str],
     label: str = "",
     shards: Assignment | None = None,
-) -> tuple[Assignment | None, Assignment | None, float | None]:
-    """The last steps of ``auto`` and ``pop``: the transportation-LP bound first (admission
-    ``all``; at most :data:`LP_SHARE` of the time left, at least 0.5 s: it stops when
-    solved, and on large fleets a bound is worth more than the last tenths of a percent local
-    search finds); when the LP was solved, the greedy guided by its GPU prices
-    (:func:`price_guided_greedy`) if at least :data:`PRICED_ROOM` of the time limit is left;
-    then local search from the better placement with the rest of the budget less the
-    driver's checks margin.  Returns the best placement (``best`` with its parameter-server
-    ``shards``, or one found here with its own), its shards and the bound.
-
-    Without ``best`` (``auto`` on a large fleet) the guided greedy runs whatever the time
-    left, and the plain greedy if it leaves a job out or the LP was cut short; ``None`` if
-    neither places every job.  With a ``label``, the steps are named in ``path`` after it."""
+    class_step: float = CLASS_STEP,
+    priced_room_s: float | None = None,
+) -> tuple[Assignment, Assignment | None, float | None]:
+    """The last steps of ``auto`` and ``pop`` from the placement ``best`` (with its
+    parameter-server ``shards``): the transportation-LP bound first (admission ``all``; its
+    first restricted LP seeded with ``best``, its classes rounded to ``class_step``; at most
+    :data:`LP_SHARE` of the time left, at least 0.5 s: it stops when solved, and on large
+    fleets a bound is worth more than the last tenths of a percent local search finds); when
+    the LP was solved, the greedy guided by its GPU prices (:func:`price_guided_greedy`) if
+    at least :data:`PRICED_ROOM` of the time limit is left (``priced_room_s`` seconds, when
+    given); then local search from the better placement with the rest of the budget less the
+    driver's checks margin; before it, when the LP's classes were coarser than
+    :data:`~placement.formulations.transport.CLASS_STEP` and :data:`REFINE_ROOM` times its
+    time is left to the LP, the LP again at that step (a tighter bound).  Returns the best
+    placement found, its shards and the bound.
+    With a ``label``, the steps are named in ``path`` after it."""
     cands: list[tuple[Assignment, Assignment | None]] = []
     keys: list[tuple[float, float]] = []
 
@@ -324,38 +333,38 @@ def bound_then_improve(
             cands.append((assignment, its_shards))
             keys.append(placement_key(instance, assignment, its_shards))
 
-    def leader() -> tuple[Assignment | None, Assignment | None]:
-        if not cands:
-            return None, None
+    def leader() -> tuple[Assignment, Assignment | None]:
         return cands[min(range(len(cands)), key=lambda i: (keys[i], i))]
 
     offer(best, shards)
     bound = None
     if instance.admission == "all":
-        lp = transport_lp(instance, time_limit_s=max(0.5, LP_SHARE * opts.budget.left()))
+        began = time.monotonic()
+        lp = transport_lp(
+            instance, time_limit_s=max(0.5, LP_SHARE * opts.budget.left()), start=best, class_step=class_step
+        )
+        took = time.monotonic() - began
         bound = lp.bound
         if bound is not None and label:
             path.append(f"{label}transport_bound")
         opts.report("bound", best, bound)
-        if (
-            lp.solved
-            and lp.gpu_price is not None
-            and lp.whole_price is not None
-            and (best is None or opts.budget.left() >= PRICED_ROOM * opts.time_limit_s)
-        ):
+        room = PRICED_ROOM * opts.time_limit_s if priced_room_s is None else priced_room_s
+        if lp.solved and lp.gpu_price is not None and lp.whole_price is not None and opts.budget.left() >= room:
             st, rounds = price_guided_greedy(instance, (lp.gpu_price, lp.whole_price), opts)
             path.append(f"{label}price_guided_greedy" + (f"({rounds} rounds)" if rounds > 1 else ""))
             if st.complete:
                 offer(st.assignment(), st.shard_assignment())
                 opts.report("price_guided_greedy", leader()[0], bound)
-    if not cands:
-        g = greedy(instance, opts)
-        path += [f"{label}greedy", *g.path]
-        offer(g.assignment, g.shards)
-        opts.report("greedy", leader()[0], bound)
+        if class_step > CLASS_STEP and lp.solved and LP_SHARE * opts.budget.left() >= REFINE_ROOM * took:
+            fine = transport_lp(
+                instance, time_limit_s=LP_SHARE * opts.budget.left(), start=leader()[0], class_step=CLASS_STEP
+            )
+            if fine.bound is not None and (bound is None or fine.bound > bound):
+                bound = fine.bound
+                path.append(f"{label}transport_bound(refined)")
     start = leader()[0]
     end = opts.budget.before(checks_margin(opts.time_limit_s))
-    if start is not None and end.left() > 0.1:
+    if end.left() > 0.1:
         ls = local_search(instance, opts.but(start=start, budget=end, previous=None))
         path += ([f"{label}local_search"] if label else []) + ls.path
         offer(ls.assignment, ls.shards)

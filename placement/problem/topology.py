@@ -205,6 +205,17 @@ class Cluster:
         lens = [len(m) for m in self.domain_members]
         return np.concatenate(self.domain_members), np.concatenate(([0], np.cumsum(lens)[:-1])).astype(np.int64)
 
+    @cached_property
+    def domain_bandwidth(self) -> np.ndarray:
+        """Each domain's bandwidth (Gbps)."""
+        return np.array([d.bandwidth_gbps for d in self.domains], dtype=float)
+
+    @cached_property
+    def domain_segment(self) -> np.ndarray:
+        """The domain of each entry of :attr:`domain_concat`'s positions."""
+        _, offsets = self.domain_concat
+        return np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, sum(map(len, self.domain_members)))))
+
     def chain(self, server: str) -> tuple[int, ...]:
         """Indices of the domains holding ``server``, innermost first."""
         return self._chains[server]

@@ -139,10 +139,62 @@ def test_the_transport_lp_cut_short_returns_a_valid_lagrangian_bound(monkeypatch
     whole = transport_lower_bound(inst)
     monkeypatch.setattr(transport, "PRICING_START", 2)
     real = transport._solve_with_pricing
-    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a: real(*a, rounds=rounds))
+    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a, **k: real(*a, **k, rounds=rounds))
     cut = transport_lower_bound(inst)
     assert whole is not None and cut is not None
     assert cut <= whole * (1 + 1e-9)
+
+
+def _lp_parts(monkeypatch, inst):
+    """The transport LP's optimum, its optimal row duals and its jobs' options (Lagrangian)."""
+    from placement.formulations import transport
+
+    seen = {}
+    real = transport._solve_with_pricing
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        seen["dual"], seen["y"] = k["lagrangian"].__self__, out[1]
+        return out
+
+    monkeypatch.setattr(transport, "_solve_with_pricing", spy)
+    lp = transport.transport_lp(inst)
+    return lp, seen["y"], seen["dual"]
+
+
+def test_the_lagrangian_of_the_optimal_duals_is_the_lp_optimum_and_any_prices_give_a_lower_value(monkeypatch):
+    """Dualising the capacity rows alone: at the LP's optimal duals the Lagrangian is the LP
+    optimum; at any other prices >= 0 it is lower (weak duality), so a bound from a cut-short
+    LP's duals is valid."""
+    inst = _mostly_one_gpu_fleet()
+    lp, y, dual = _lp_parts(monkeypatch, inst)
+    assert lp.solved and lp.bound is not None
+    at_opt = dual.bound(y)
+    assert at_opt == pytest.approx(lp.bound, rel=1e-6)
+    assert at_opt <= lp.bound * (1 + 1e-6)
+    rng = np.random.default_rng(0)
+    for scale in (0.0, 0.5, 2.0, 10.0):
+        noisy = y * scale * rng.uniform(0.0, 2.0, len(y))  # other prices (the sign kept)
+        assert dual.bound(noisy) <= lp.bound * (1 + 1e-9)
+    assert dual.bound(np.zeros_like(y)) < 0.99 * lp.bound  # free capacity: every job at its best
+
+
+def test_the_transport_lp_seeded_with_a_placement_has_the_same_optimum(monkeypatch):
+    """The first restricted LP holds the columns of a known placement: the optimum is the
+    same.  Cut short after its first round, seeded or not, the bound is the Lagrangian of
+    that round's prices: valid, and here within 0.2% of the LP."""
+    from placement.formulations import transport
+
+    inst = _mostly_one_gpu_fleet()
+    start = placement.solve(inst, "greedy", time_limit_s=10, seed=0).assignment
+    whole = transport.transport_lp(inst)
+    seeded = transport.transport_lp(inst, start=start)
+    assert seeded.solved and seeded.bound == pytest.approx(whole.bound, rel=1e-7)
+    real = transport._solve_with_pricing
+    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a, **k: real(*a, **k, rounds=1))
+    for cut in (transport.transport_lp(inst), transport.transport_lp(inst, start=start)):
+        assert not cut.solved and cut.bound is not None
+        assert whole.bound * 0.998 <= cut.bound <= whole.bound * (1 + 1e-9)
 
 
 def test_the_transport_lp_raises_its_artificial_options_until_the_optimum_does_not_use_them(monkeypatch):
@@ -422,27 +474,34 @@ def test_a_warm_highs_run_gets_its_own_time_not_the_object_s_total():
     assert h.getInfo().objective_function_value == pytest.approx(2.0)
 
 
-def test_auto_on_a_fleet_too_large_for_the_exact_model_builds_from_the_lp_prices(monkeypatch):
-    """Past the exact model's reach and with the time for it, ``auto`` solves the LP first
-    and builds its first placement by the price-guided greedy (no plain greedy pass); when
-    the LP gives no prices, the plain greedy is the fallback."""
+def test_auto_on_a_fleet_too_large_for_the_exact_model_starts_from_the_quick_greedy(monkeypatch):
+    """Past the exact model's reach, ``auto`` builds its first placement by the quick greedy
+    (no plain greedy pass), seeds the LP with it, then builds by the LP's prices; the plain
+    greedy is the fallback only when the quick one leaves a job out, and without LP prices
+    there is no price-guided pass."""
     from placement.formulations.transport import TransportLP
     from placement.methods import auto as auto_module
     from placement.methods import local_search as ls_module
+    from placement.problem.state import State
 
     inst = generate(**dict(SCALING_1G, pods=2, racks=4, servers_per_rack=8, jobs=40))
     monkeypatch.setattr(auto_module, "AUTO_EXACT_SIZE", 10)
-    monkeypatch.setattr(auto_module, "AUTO_LP_FIRST_LIMIT", 1.0)
+    monkeypatch.setattr(auto_module, "AUTO_QUICK_SIZE", 40)
     sol = placement.solve(inst, "auto", time_limit_s=3)
     check_solution(inst, sol)
     path = sol.stats["path"]
-    assert path[:3] == [path[0], "auto:transport_bound", "auto:price_guided_greedy"]
-    assert path[0].startswith("auto:exact skipped") and "auto:greedy" not in path
+    assert path[0] == "auto:quick_greedy" and path[1].startswith("auto:exact skipped")
+    assert path[2:4] == ["auto:transport_bound", "auto:price_guided_greedy"] and "auto:greedy" not in path
     assert sol.bound == pytest.approx(transport_lower_bound(inst), rel=1e-9)
+    with monkeypatch.context() as m:  # the quick greedy leaves every job out
+        m.setattr(auto_module, "quick_greedy", lambda instance, opts: (State(instance), 1))
+        sol = placement.solve(inst, "auto", time_limit_s=3)
+    check_solution(inst, sol)
+    assert sol.stats["path"][:2] == ["auto:quick_greedy", "auto:greedy"]
     monkeypatch.setattr(ls_module, "transport_lp", lambda *a, **k: TransportLP(None))
     sol = placement.solve(inst, "auto", time_limit_s=3)
     check_solution(inst, sol)
-    assert "auto:greedy" in sol.stats["path"] and "auto:price_guided_greedy" not in sol.stats["path"]
+    assert "auto:price_guided_greedy" not in sol.stats["path"]
 
 
 def test_the_transport_lp_says_whether_it_was_solved(monkeypatch):
@@ -458,6 +517,6 @@ def test_the_transport_lp_says_whether_it_was_solved(monkeypatch):
     assert (full.whole_price >= full.gpu_price).all()
     monkeypatch.setattr(transport, "PRICING_START", 2)
     real = transport._solve_with_pricing
-    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a: real(*a, rounds=1))
+    monkeypatch.setattr(transport, "_solve_with_pricing", lambda *a, **k: real(*a, **k, rounds=1))
     cut = transport_lp(inst)
     assert not cut.solved and cut.bound is not None and cut.bound <= full.bound * (1 + 1e-9)
