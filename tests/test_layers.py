@@ -229,7 +229,6 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.methods.baselines": ("solving/test_registry.py", "REGISTRY"),
     "placement.methods.bruteforce": ("solving/test_registry.py", "brute_force"),
     "placement.methods.comm_optimal": ("solving/test_registry.py", "REGISTRY"),
-    "placement.methods.greedy": ("solving/test_registry.py", "REGISTRY"),
     "placement.methods.local_search": ("solving/test_registry.py", "local_search"),
     "placement.methods.pop": ("acceptance/test_scale.py", "placement.methods.pop"),
     "placement.methods.replan": ("acceptance/test_scale.py", "previous"),

@@ -197,6 +197,29 @@ def test_the_transport_lp_seeded_with_a_placement_has_the_same_optimum(monkeypat
         assert whole.bound * 0.998 <= cut.bound <= whole.bound * (1 + 1e-9)
 
 
+def test_coarser_classes_give_a_smaller_lp_and_a_lower_bound_which_bound_then_improve_refines(monkeypatch):
+    from placement.formulations import transport
+    from placement.methods import local_search as ls_module
+    from placement.solving.options import Options
+
+    inst = _mostly_one_gpu_fleet()
+    fine = transport.transport_lp(inst)
+    coarse = transport.transport_lp(inst, class_step=0.2)
+    assert fine.solved and coarse.solved and coarse.bound < fine.bound
+    start = placement.solve(inst, "greedy", time_limit_s=5, seed=0)
+    path: list[str] = []
+    best, _, bound = ls_module.bound_then_improve(
+        inst, Options(time_limit_s=5), start.assignment, path, label="x:", class_step=0.2
+    )
+    assert "x:transport_bound(refined)" in path and bound == pytest.approx(fine.bound, rel=1e-9)
+    monkeypatch.setattr(ls_module, "REFINE_ROOM", 1e9)  # no time to refine
+    path = []
+    _, _, bound = ls_module.bound_then_improve(
+        inst, Options(time_limit_s=5), start.assignment, path, label="x:", class_step=0.2
+    )
+    assert "x:transport_bound(refined)" not in path and bound == pytest.approx(coarse.bound, rel=1e-9)
+
+
 def test_the_transport_lp_raises_its_artificial_options_until_the_optimum_does_not_use_them(monkeypatch):
     from placement.formulations import transport
 
