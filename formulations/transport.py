@@ -33,9 +33,11 @@ all workers, and subclasses of equal intra-server
 bandwidth and largest gang size (of the instance's) that fits in their free GPUs, whose GPUs
 cap the single-server options of gangs of two or more; servers a job restricts
 or overrides stay singletons.  Solved by HiGHS (highspy) directly, by column generation over
-the per-class columns (:func:`_solve_with_pricing`); the reported bound is the LP optimum
-times ``1 - TRANSPORT_LP_RTOL`` (its tolerance), never below the sum of the jobs' simple
-bounds.
+the per-class columns (:func:`_solve_with_pricing`), its first restricted LP seeded with a
+placement when one is given; the reported bound is the LP optimum times ``1 -
+TRANSPORT_LP_RTOL`` (its tolerance), or, cut short, the best Lagrangian bound of the rounds'
+capacity prices (:meth:`JobOptions.bound`: every job's exact minimum over all its options),
+never below the sum of the jobs' simple bounds.
 """
 
 from __future__ import annotations
@@ -446,7 +448,12 @@ def _solve_with_pricing(
     The blocks at positions ``artificial`` are one-column options without capacity use
     that keep the first LPs feasible; while the optimum uses one, their costs are raised
     :data:`ARTIFICIAL_RAISE`-fold (at most :data:`ARTIFICIAL_ROUNDS` times) and the pricing
-    goes on."""
+    goes on.
+
+    ``lagrangian``, when given, maps the row duals of each round to a bound valid for the
+    whole LP (:meth:`JobOptions.bound`); the best of the rounds is kept.  ``seeds``, when
+    given: per ``lazy`` entry, columns that join the first LP (a known placement's), and the
+    simplex then always goes on from the last basis."""
     art = sorted(artificial or [])
     starts = np.cumsum([0] + [len(bl[0]) for bl in blocks])
     art_cols = starts[art].astype(np.int32)

@@ -31,7 +31,14 @@ from placement.problem.topology import cluster_of
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import EXACT_PREFERENCE, get_method
 
-__all__ = ["auto", "AUTO_BRUTE_FORCE_SIZE", "AUTO_EXACT_SIZE", "AUTO_EXACT_SHARE", "AUTO_QUICK_SIZE"]
+__all__ = [
+    "auto",
+    "AUTO_BRUTE_FORCE_SIZE",
+    "AUTO_CLASS_STEPS",
+    "AUTO_EXACT_SIZE",
+    "AUTO_EXACT_SHARE",
+    "AUTO_QUICK_SIZE",
+]
 
 AUTO_BRUTE_FORCE_SIZE = 20_000
 """``auto`` enumerates when the search space (product of per-job allocation counts) is below this."""
@@ -43,6 +50,11 @@ AUTO_QUICK_SIZE = 4 * AUTO_EXACT_SIZE
 """An instance with over this many variables before reductions (far too large for the exact
 model) starts from :func:`quick_greedy`: at 10 s on fleet1g-4278 the plain greedy's pass
 (3.5 s) left the LP too little time for a bound."""
+AUTO_CLASS_STEPS = ((20.0, 0.01), (8.0, 0.02), (0.0, 0.05))
+"""On a fleet past :data:`AUTO_QUICK_SIZE`: the LP's class step by the seconds it may take
+(at least the first of each pair; fleet1g-4278's LP: 6.9 s at 0.01, 5.1 s at 0.02, 3.6 s at
+0.05, each coarser step 0.6% and 1.4% lower); a price-guided pass follows when 1.5
+times the quick greedy's time is left."""
 
 
 def auto(instance: Instance, opts: Options) -> Outcome:
@@ -95,13 +107,6 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     if tb is not None:
         bound = tb if bound is None else max(bound, tb)
     return Outcome(best, bound=bound, path=path, shards=shards)
-
-
-AUTO_CLASS_STEPS = ((20.0, 0.01), (8.0, 0.02), (0.0, 0.05))
-"""On a fleet past :data:`AUTO_QUICK_SIZE`: the LP's class step by the seconds it may take
-(at least the first of each pair; fleet1g-4278's LP: 6.9 s at 0.01, 5.1 s at 0.02, 3.6 s at
-0.05, each coarser step about 0.6% and 1.4% lower); a price-guided pass follows when 1.5
-times the quick greedy's time is left."""
 
 
 def _rough_size(instance: Instance) -> int:
