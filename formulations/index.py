@@ -18,7 +18,7 @@ shards there, the job's workers there and the home's bandwidth, so each server c
 ``P(c_m S_m < t) = 1 - sum_c r_mc (1 - F_m(t / c))`` is linear in the one-hot ``r``: the same
 tail sum and product chain as the compute phase, exact.  When the modes of all jobs would
 make more than :data:`PS_EXACT_TERMS` chain terms, the phase is priced by its floor
-(``rules.ps_floor_ms``, a valid bound) and the shards are left to the shard rule.
+(``bounds.ps_floor_of``, a valid bound) and the shards are left to the shard rule.
 
 Two reductions (``index_instance(cutoff=..., aggregate=...)``): job-server pairs that cannot
 be part of a placement better than a known one are pruned, and classes of interchangeable
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.evaluation.bounds import job_lower_bound, spread_lower_bound
+from placement.evaluation.bounds import job_lower_bound, ps_floor_of, spread_lower_bound
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
@@ -42,9 +42,7 @@ from placement.problem.hybrid import pipeline_slots
 from placement.problem.rules import (
     comm_ms,
     deadline_limit_ms,
-    fastest_gbps,
     ps_comm_ms,
-    ps_floor_ms,
     singled_out_servers,
     weight_factor,
 )
@@ -210,9 +208,7 @@ def _homes(
     homes: list[Home] = []
     floor = 0.0
     if zroom is None:
-        floor = ps_floor_ms(
-            job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
-        )
+        floor = ps_floor_of(instance, instance.job_pos[job.id])
 
     def comm(bw: float) -> float:
         return comm_ms(job, bw) + floor

@@ -171,8 +171,10 @@ def ps_floor_of(instance: Instance, jp: int) -> float:
     job = instance.jobs[jp]
     if not job.is_ps:
         return 0.0
+    intra, link = fastest_gbps(instance)
+    most_local = int(cluster_of(instance).free_gpus.max(initial=0))
     return ps_floor_ms(
-        job, fastest_gbps(instance), len(instance.servers) if job.max_servers is None else job.max_servers
+        job, intra, link, most_local, len(instance.servers) if job.max_servers is None else job.max_servers
     )
 
 

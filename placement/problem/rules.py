@@ -96,22 +96,44 @@ def stage_sync_ms(job: Job, bandwidth_gbps: float) -> float:
     return 2.0 * (dp - 1) / dp * 8.0 * (job.gradient_mb / pp) / bandwidth_gbps
 
 
-def ps_floor_ms(job: Job, top_gbps: float, servers: int) -> float:
-    """A lower bound on a parameter-server job's push/pull phase ``E[max_m c_m S_m]`` (S >= 1)
-    in a cluster whose fastest bandwidth, inside a server or on a link, is ``top_gbps``: some
-    server holds at least ``ceil(P / servers)`` shards, and each of the W workers moves its
-    share to them at ``top_gbps`` at most."""
+def ps_floor_ms(job: Job, intra_gbps: float, link_gbps: float, most_local: int, servers: int) -> float:
+    """A lower bound on a parameter-server job's push/pull phase ``E[max_m c_m S_m]`` (S >= 1),
+    ``c_m = 16 z_m (G/P) (R_m / B + L_m / intra_m)``, on any placement in a cluster whose
+    fastest server bandwidth is ``intra_gbps`` and fastest link ``link_gbps`` (``B`` of two or
+    more servers is at most that), where a server holds at most ``most_local`` of the job's
+    workers and the shards go to at most ``servers`` servers.  With the shards on ``k``
+    servers: the one holding ``ceil(P / k)`` of them has at most ``min(W, most_local)`` workers
+    local and the rest remote; and for ``k >= 2`` the one with the fewest local workers has at
+    most ``floor(W / k)`` (each holds a shard); the least over ``k`` of the larger of the two.
+    On one server with every worker local this is ``16 G W / intra``."""
     if not job.is_ps:
         return 0.0
-    if top_gbps <= 0:
-        return math.inf
-    per_server = math.ceil(job.shards / max(1, servers))
-    return 8.0 * 2.0 * per_server * job.gradient_mb / job.shards * job.workers / top_gbps
+    W, P, G = job.workers, job.shards, job.gradient_mb
+
+    def per_shard(local_most: int) -> float:
+        """``R / B + L / intra`` at its least over ``L`` in ``[0, local_most]`` (linear in ``L``)."""
+        best = math.inf
+        for L in {0, min(W, local_most)}:
+            remote = W - L
+            if remote > 0 and link_gbps <= 0:
+                continue  # no link: the workers cannot be remote
+            best = min(best, (remote / link_gbps if remote else 0.0) + (L / intra_gbps if L else 0.0))
+        return best
+
+    floors = []
+    for k in range(1, max(1, min(P, servers)) + 1):
+        most = 16.0 * math.ceil(P / k) * G / P * per_shard(most_local)
+        fewest = 16.0 * G / P * per_shard(W // k) if k >= 2 else 0.0
+        floors.append(max(most, fewest))
+    return min(floors)
 
 
-def fastest_gbps(instance: Instance) -> float:
-    """The fastest bandwidth of the cluster: inside a server, or on a link."""
-    return max([s.intra_bandwidth_gbps for s in instance.servers] + [ln.bandwidth_gbps for ln in instance.links])
+def fastest_gbps(instance: Instance) -> tuple[float, float]:
+    """The fastest bandwidth of the cluster inside a server, and on a link (0: no link)."""
+    return (
+        max(s.intra_bandwidth_gbps for s in instance.servers),
+        max((ln.bandwidth_gbps for ln in instance.links), default=0.0),
+    )
 
 
 # ------------------------------------------------------------------ objective
