@@ -232,12 +232,13 @@ def estimate_from_ratios(
         age = np.zeros(0)
     w = 0.5 ** (age / half_life)
     srv_ids = list(dict.fromkeys(server.tolist() + list(servers)))
-    uniq_s, s_inv = np.unique(server, return_inverse=True)
-    order = np.argsort(s_inv, kind="stable")
-    per_sorted = dict(zip(uniq_s.tolist(), np.split(order, np.cumsum(np.bincount(s_inv))[:-1]) if len(order) else []))
-    per = {s: per_sorted[s] for s in dict.fromkeys(server.tolist())}
-    rates = [float((b[ix] > 0).mean()) for ix in per.values()]
-    fleet_rate = float(np.mean(rates)) if rates else 0.0
+    uniq_s, first, s_inv = np.unique(server, return_index=True, return_inverse=True)
+    s_inv = s_inv.reshape(-1)
+    S = len(uniq_s)
+    n_all = np.bincount(s_inv, minlength=S)
+    # each logged server's slow share, averaged in the order the servers first appear
+    rates = (np.bincount(s_inv, weights=(b > 0), minlength=S) / np.maximum(n_all, 1))[np.argsort(first)]
+    fleet_rate = float(np.mean(rates)) if len(rates) else 0.0
     fleet_shape = np.bincount(b[b > 0], minlength=nb)[1:].astype(float)
     fleet_shape = fleet_shape / fleet_shape.sum() if fleet_shape.sum() else np.full(nb - 1, 1.0 / (nb - 1))
     a0, b0 = prior_strength * fleet_rate, prior_strength * (1 - fleet_rate)
@@ -251,14 +252,18 @@ def estimate_from_ratios(
         return Slowdown(tuple(float(round(x, 4)) for x in v), tuple(float(x) for x in q))
 
     fleet = dist(fleet_rate, fleet_shape)
+    # per server at once: logged iterations, their weight, the slow ones' weight by bin
+    slow_w = np.where(b > 0, w, 0.0)
+    n_eff_all = np.bincount(s_inv, weights=w, minlength=S)
+    k_eff_all = np.bincount(s_inv, weights=slow_w, minlength=S)
+    counts_all = np.bincount(s_inv * nb + b, weights=slow_w, minlength=S * nb).reshape(S, nb)[:, 1:]
+    pos = {sid: i for i, sid in enumerate(uniq_s.tolist())}
     out: dict[Any, ServerEstimate] = {}
     for s in srv_ids:
-        ix = per.get(s, np.zeros(0, dtype=np.int64))
-        ws, bs = w[ix], b[ix]
-        n_eff = float(ws.sum())
-        k_eff = float(ws[bs > 0].sum())
+        i = pos.get(s)
+        n, n_eff, k_eff = (0, 0.0, 0.0) if i is None else (int(n_all[i]), float(n_eff_all[i]), float(k_eff_all[i]))
+        counts = np.zeros(nb - 1) if i is None else counts_all[i]
         p = (k_eff + a0) / (n_eff + a0 + b0) if (n_eff + a0 + b0) > 0 else fleet_rate
-        counts = np.bincount(bs[bs > 0], weights=ws[bs > 0], minlength=nb)[1:]
         shape = (counts + shape_strength * fleet_shape) / (counts.sum() + shape_strength)
-        out[s] = ServerEstimate(str(s), len(ix), n_eff, float(p), dist(float(p), shape))
+        out[s] = ServerEstimate(str(s), n, n_eff, float(p), dist(float(p), shape))
     return out, fleet
