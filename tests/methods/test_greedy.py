@@ -4,9 +4,11 @@ first placement on large fleets) and their helpers."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import placement
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
 from placement.instances.generate import generate
@@ -14,6 +16,7 @@ from placement.instances.scaling import SCALING
 from placement.methods.greedy import _smallest, greedy_state, quick_greedy
 from placement.problem.topology import cluster_of
 from placement.solving.options import Options
+from placement.testing import check_solution, instances
 
 
 @given(st.lists(st.sampled_from([0.0, 1.0, 2.5, 3.0, np.inf]), min_size=1, max_size=40), st.integers(1, 5))
@@ -48,3 +51,31 @@ def test_the_quick_greedy_places_every_job_close_to_the_plain_greedy():
     quick = evaluate(inst, st_.assignment(), st_.shard_assignment()).objective
     plain = evaluate(inst, greedy_state(inst).assignment()).objective
     assert quick <= 1.1 * plain
+
+
+@settings(max_examples=25, deadline=None)
+@given(inst=instances(max_servers=5, max_jobs=3, max_gpus=4, admission="all"))
+def test_auto_by_its_large_fleet_path_is_valid_and_its_bound_below_the_optimum(inst):
+    """``auto`` forced down its large-fleet path (quick greedy, the LP seeded with it at a
+    coarse class step, the refinement, the price-guided pass, local search) on instances
+    brute force solves: the placement is valid and the bound at most the optimum.  (The
+    cut-short Lagrangian bound is tested on a fleet where pricing takes rounds:
+    ``tests/acceptance/test_scale.py``.)"""
+    from placement.methods import auto as auto_module
+
+    oracle = placement.solve(inst, "brute_force", time_limit_s=60)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(auto_module, "AUTO_BRUTE_FORCE_SIZE", -1)
+        m.setattr(auto_module, "AUTO_QUICK_SIZE", -1)
+        m.setattr(auto_module, "AUTO_EXACT_SIZE", -1)
+        m.setattr(auto_module, "AUTO_CLASS_STEPS", ((0.0, 0.05),))
+        sol = placement.solve(inst, "auto", time_limit_s=2, seed=0)
+    assert sol.stats["path"][0].startswith("auto:quick_greedy")
+    assert any(step.startswith("auto:transport_bound") for step in sol.stats["path"])
+    if oracle.status.value == "infeasible":
+        assert sol.assignment is None or sol.status.value != "optimal"
+        return
+    check_solution(inst, sol)
+    assert sol.objective >= oracle.objective * (1 - 1e-9)
+    if sol.bound is not None:
+        assert sol.bound <= oracle.objective * (1 + 1e-6)
