@@ -22,6 +22,7 @@ from placement.cli.options import (
 from placement.errors import (
     InvalidInputError,
 )
+from placement.model.records import OBJECTIVES
 from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_EVENTS, REPLAN_PRICES
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
@@ -77,6 +78,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     default="fifo",
     show_default=True,
     help="Queue order: arrival, or shortest ideal run first.",
+)
+@click.option(
+    "--objective",
+    type=click.Choice(OBJECTIVES),
+    default="weighted_expected_iteration_time",
+    show_default=True,
+    help="What each decision minimises: the weighted expected iteration time, or the weighted expected "
+    "JCT (each job weighed by its iterations: long jobs get the fast servers first).",
 )
 @click.option(
     "--plan-by",
@@ -244,6 +253,7 @@ def simulate(
     episode_median_s: float,
     persistent_share: float,
     queue: str,
+    objective: str,
     plan_by: str,
     decision_time_limit: float,
     round_s: float | None,
@@ -319,6 +329,7 @@ def simulate(
         "episode_median_s": episode_median_s,
         "persistent_share": persistent_share,
         "queue": queue,
+        "objective": objective,
         "decision_time_limit_s": decision_time_limit,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.errors import InvalidInputError, PlacementError
+from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
 from placement.solving.registry import get_method
 
@@ -113,6 +114,9 @@ class SimConfig:
     """Most queued jobs offered to one decision (in queue order, skipping those wider than
     the free GPUs left by the jobs before them)."""
     objective: str = "weighted_expected_iteration_time"
+    """What a decision minimises (:data:`~placement.model.records.OBJECTIVES`): the weighted
+    expected iteration time, or ``weighted_expected_jct``, each job weighed by its iterations
+    (at arrival, its whole remaining work: a long job gets the fast servers first)."""
     plan_by: str = "expected"
     """What a decision's expected iteration time is computed from: the slowdown
     distributions (``expected``: ``E[T]``, right for a job that lives through one state);
@@ -159,6 +163,8 @@ class SimConfig:
             problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
         if self.queue not in QUEUES:
             problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
+        if self.objective not in OBJECTIVES:
+            problems.append(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):

@@ -381,3 +381,27 @@ def test_the_hourly_move_budget_caps_the_workers_re_plans_move(tmp_path):
         SimConfig(method="local_search", replan_events=("sometimes",))
     with pytest.raises(InvalidInputError, match="re-planning needs a method"):
         SimConfig(method="greedy", replan_events=("freed",))
+
+
+@pytest.mark.parametrize("method", ["greedy", "auto"])
+def test_the_jct_objective_gives_the_long_job_the_fast_server(method):
+    """Two one-GPU servers, one always twice as slow; a long job (10,000 iterations of 100 ms)
+    and a short one (100 of 150 ms) arrive together.  By iteration time the short job's
+    heavier iteration takes the fast server (100 + 2 x 150 > 2 x 100 + 150 ms); by JCT the long
+    job does (10,000 x 100 + 100 x 300 < 10,000 x 200 + 100 x 150), halving the mean JCT."""
+    c = cluster([Slowdown(), Slowdown((2.0,), (1.0,))])
+    w = Workload(
+        (TraceJob("long", 0.0, 1, 10_000, 100.0, 10.0), TraceJob("short", 0.0, 1, 100, 150.0, 10.0)),
+        "two jobs",
+        {},
+    )
+    rows = {}
+    for objective in ("weighted_expected_iteration_time", "weighted_expected_jct"):
+        r = simulate(c, w, method=method, knowledge="oracle", dynamics="static", objective=objective)
+        rows[objective] = {row["job"]: row for row in r.jobs}
+    by_it, by_jct = rows["weighted_expected_iteration_time"], rows["weighted_expected_jct"]
+    assert by_it["long"]["placement"].startswith("s1") and by_it["long"]["jct_s"] == pytest.approx(2000.0)
+    assert by_jct["long"]["placement"].startswith("s0") and by_jct["long"]["jct_s"] == pytest.approx(1000.0)
+    assert by_jct["short"]["jct_s"] == pytest.approx(30.0) and by_it["short"]["jct_s"] == pytest.approx(15.0)
+    with pytest.raises(InvalidInputError, match="objective must be one of"):
+        simulate(c, w, method=method, objective="makespan")
