@@ -21,8 +21,9 @@ from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.ranking import best_placement
 from placement.formulations.index import index_instance
+from placement.formulations.transport import transport_lp
 from placement.methods.bruteforce import brute_force, estimate_size
-from placement.methods.greedy import greedy, quick_greedy
+from placement.methods.greedy import greedy, price_guided_greedy, quick_greedy
 from placement.methods.local_search import LP_SHARE, bound_then_improve, local_search
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
@@ -96,6 +97,8 @@ def auto(instance: Instance, opts: Options) -> Outcome:
         k, best = best_placement(instance, best, exact.assignment)
         shards = exact.shards if k == 1 else shards
         opts.report("exact", best, bound)
+    if best is None and instance.admission == "all":
+        best, shards = _guided_rescue(instance, opts, path)
     if best is None:
         return Outcome(None, path=path, message=g.message)
     fast = {}
@@ -107,6 +110,18 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     if tb is not None:
         bound = tb if bound is None else max(bound, tb)
     return Outcome(best, bound=bound, path=path, shards=shards)
+
+
+def _guided_rescue(instance: Instance, opts: Options, path: list[str]) -> tuple[Assignment | None, Assignment | None]:
+    """When no greedy places every job (and no exact model ran): the transportation LP alone,
+    then the greedy guided by its prices, whose other order of candidates may fit what the
+    plain one could not.  Its placement and shards, or ``None``."""
+    lp = transport_lp(instance, time_limit_s=max(0.5, LP_SHARE * opts.budget.left()))
+    if not (lp.solved and lp.gpu_price is not None and lp.whole_price is not None):
+        return None, None
+    st, rounds = price_guided_greedy(instance, (lp.gpu_price, lp.whole_price), opts)
+    path.append("auto:price_guided_rescue" + (f"({rounds} rounds)" if rounds > 1 else ""))
+    return (st.assignment(), st.shard_assignment()) if st.complete else (None, None)
 
 
 def _rough_size(instance: Instance) -> int:
