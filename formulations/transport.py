@@ -61,7 +61,7 @@ from placement.formulations.quiet import interruptible_run, native_stdout_silenc
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import comm_ms, singled_out_servers, weight_factor
+from placement.problem.rules import comm_ms, comm_ms_each, singled_out_servers, weight_factor
 from placement.problem.topology import cluster_of
 
 __all__ = ["transport_lower_bound", "transport_lp", "TransportLP", "CLASS_STEP"]
@@ -207,8 +207,10 @@ def transport_lp(
         lb = job_lower_bound(instance, jp)
         if not math.isfinite(lb):
             return TransportLP(None)
-        floor += weight_factor(instance, job) * lb if home_aware else 0.0
+        f = weight_factor(instance, job)
+        floor += f * lb if home_aware else 0.0
         W = job.workers
+
         on = np.array([instance.server_pos[s] for s in (start or {}).get(job.id, {})], dtype=np.int64)
         a_c = idx.job_a(jp)[rep]
         m_c = class_mean.copy()
@@ -224,9 +226,9 @@ def transport_lp(
             # value stays a bound; made dearer while the optimum uses it)
             worst = float(E[usable].max(initial=0.0)) + (comm_ms(job, narrowest) if W > 1 else 0.0)
             artificial.append(len(blocks))
-            add(one * weight_factor(instance, job) * (10.0 * worst + lb + 1.0), one * 0.0, np.array([r_cvx + jp]), one)
+            add(one * f * (10.0 * worst + lb + 1.0), one * 0.0, np.array([r_cvx + jp]), one)
         add(
-            one * weight_factor(instance, job),
+            one * f,
             one * (lb if home_aware else 0.0),
             np.array([r_cost + jp]),
             one,
@@ -257,12 +259,11 @@ def transport_lp(
             vals = np.stack([np.ones(len(xs)), -E[xs], np.ones(len(xs))], axis=1)
             lazy.append((rows, vals, E[xs], 1.0))  # their sum is 1 (convexity)
             seeds.append(np.flatnonzero(np.isin(xs, cls[on])) if len(on) == 1 else _NONE[1])
-            dual.add(weight_factor(instance, job), lb, row_lower[r_cost + jp], 1, E[xs], xs, None)
+            dual.add(f, lb, row_lower[r_cost + jp], W, (E[xs], xs, np.full(len(xs), -1)))
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
         if len(cs):
-            bws, inv = np.unique(sub_intra[cs], return_inverse=True)
-            cost = E[sub_cls[cs]] + np.array([comm_ms(job, float(bw)) for bw in bws])[inv]
+            cost = E[sub_cls[cs]] + comm_ms_each(job, sub_intra[cs])
             rows = np.stack(
                 [
                     np.full(len(cs), r_cvx + jp),
@@ -277,12 +278,12 @@ def transport_lp(
             seeds.append(np.flatnonzero(cs == sub[on[0]]) if len(on) == 1 else _NONE[1])
         one_server = (cost, sub_cls[cs], cs) if len(cs) else None
         if W < 2:
-            dual.add(weight_factor(instance, job), lb, row_lower[r_cost + jp], W, *(one_server or _NONE))
+            dual.add(f, lb, row_lower[r_cost + jp], W, one_server)
             continue
         tiers = sorted({b for b, r in multi if r >= W})
         k = max(2, -(-W // max(1, int(class_most[usable].max(initial=1)))))
         if int((np.isfinite(idx.job_a(jp)) & (free > 0)).sum()) < k:
-            dual.add(weight_factor(instance, job), lb, row_lower[r_cost + jp], W, *(one_server or _NONE))
+            dual.add(f, lb, row_lower[r_cost + jp], W, one_server)
             continue  # fewer than k usable servers: no placement on two or more
         for b in tiers:  # two or more servers whose smallest domain has bandwidth b
             cm = comm_ms(job, b)
@@ -313,14 +314,7 @@ def transport_lp(
             spread = (min(comm_ms(job, b) for b in tiers) + V, xs, np.full(len(xs), -1))
         else:
             spread = None
-        parts = [p for p in (one_server, spread) if p is not None]
-        dual.add(
-            weight_factor(instance, job),
-            lb,
-            row_lower[r_cost + jp],
-            W,
-            *((np.concatenate(z) for z in zip(*parts)) if parts else _NONE),
-        )
+        dual.add(f, lb, row_lower[r_cost + jp], W, one_server, spread)
     if not home_aware:  # the plain LP: every column at once, as before
         blocks += [(np.zeros(len(r)), np.zeros(len(r)), r, v) for r, v, _, _ in lazy]
         lazy = []
@@ -345,7 +339,8 @@ def transport_lp(
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 Lazy = tuple[np.ndarray, np.ndarray, np.ndarray, float]
-_NONE = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+Vertices = tuple[np.ndarray, np.ndarray, np.ndarray]
+_NONE: Vertices = (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 GOLDEN_STEPS = 30
 """Golden-section steps of each job's Lagrangian dual (:meth:`JobOptions.bound`)."""
 
@@ -366,18 +361,18 @@ class JobOptions:
         self.cls: list[np.ndarray] = []
         self.sub: list[np.ndarray] = []
 
-    def add(
-        self, f: float, lb: float, psf: float, w: int, cost: np.ndarray, cls: np.ndarray, sub: np.ndarray | None
-    ) -> None:
-        """A job's weight factor, simple bound, push/pull floor, workers and vertices (their
-        expected times, classes and subclasses; ``None`` or -1: no subclass row)."""
+    def add(self, f: float, lb: float, psf: float, w: int, *parts: Vertices | None) -> None:
+        """A job's weight factor, simple bound, push/pull floor, workers and vertices: per
+        part given, their expected times, classes and subclasses (-1: no subclass row)."""
+        given = [q for q in parts if q is not None]
+        cost, cls, sub = (np.concatenate(z) for z in zip(*given)) if given else _NONE
         self.f.append(f)
         self.lb.append(lb)
         self.psf.append(psf)
         self.w.append(w)
         self.cost.append(np.asarray(cost, dtype=float))
         self.cls.append(np.asarray(cls, dtype=np.int64))
-        self.sub.append(np.full(len(cls), -1, dtype=np.int64) if sub is None else np.asarray(sub, dtype=np.int64))
+        self.sub.append(np.asarray(sub, dtype=np.int64))
 
     def bound(self, y: np.ndarray) -> float | None:
         """The Lagrangian bound of the LP with its capacity rows priced at ``lam = max(0,

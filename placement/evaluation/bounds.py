@@ -11,7 +11,15 @@ from placement.model.records import Instance
 from placement.model.tolerances import BOUND_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.hybrid import pipeline_slots
-from placement.problem.rules import comm_ms, fastest_gbps, p2p_ms, ps_floor_ms, stage_sync_ms, weight_factor
+from placement.problem.rules import (
+    comm_ms,
+    comm_ms_each,
+    fastest_gbps,
+    p2p_ms,
+    ps_floor_ms,
+    stage_sync_ms,
+    weight_factor,
+)
 from placement.problem.topology import cluster_of
 
 __all__ = [
@@ -53,8 +61,7 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     whole = np.flatnonzero(free >= job.workers)
     single = math.inf
     if len(whole):
-        bws, inv = np.unique(cl.intra_bandwidth[whole], return_inverse=True)
-        single = float((score[whole] + np.array([comm_ms(job, float(b)) for b in bws])[inv]).min())
+        single = float((score[whole] + comm_ms_each(job, cl.intra_bandwidth[whole])).min())
     multi = math.inf
     k = max(2, -(-job.workers // int(free.max())))
     if cl.domains and int((free > 0).sum()) >= k:

@@ -17,7 +17,7 @@ from placement.methods.baselines import consolidate_state
 from placement.model.records import Instance, Job
 from placement.model.tolerances import IMPROVE_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.rules import comm_ms, comm_ms_each, weight_factor
 from placement.problem.state import State
 from placement.problem.topology import cluster_of
 from placement.solving.options import Options, Outcome
@@ -92,13 +92,6 @@ Prices = tuple[np.ndarray, np.ndarray]
 """Per server: the price of a GPU for a worker, and for a gang of two or more on one server."""
 
 
-def comm_of(job: Job, bandwidths: np.ndarray) -> np.ndarray:
-    """:func:`~placement.problem.rules.comm_ms` of ``job`` at each of ``bandwidths`` (once per
-    distinct bandwidth)."""
-    values, inv = np.unique(bandwidths, return_inverse=True)
-    return np.array([comm_ms(job, float(b)) for b in values])[inv.reshape(-1)]
-
-
 def _smallest(key: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` smallest of ``key``, as ``np.argsort(key, kind="stable")[:k]``
     (ties by position) without sorting all of it."""
@@ -152,7 +145,7 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     best = math.inf
     single = cand[crooms >= W]
     if len(single):
-        c = comm_of(job, st.cluster.intra_bandwidth[single]) if W > 1 else 0.0
+        c = comm_ms_each(job, st.cluster.intra_bandwidth[single]) if W > 1 else 0.0
         key = score[single] + c if prices is None else wf * (score[single] + c) + W * per_whole[single]
         top = single[_smallest(key, 3)]
         singles = [{int(sp): W} for sp in top]
@@ -181,7 +174,7 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     lens = np.diff(np.append(offsets, len(concat)))
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
-    lb = np.where(dom_room >= W, wf * (kth + comm_of(job, cl.domain_bandwidth)), math.inf)
+    lb = np.where(dom_room >= W, wf * (kth + comm_ms_each(job, cl.domain_bandwidth)), math.inf)
     order = np.argsort(lb, kind="stable")
     pos = 0
     seen: set[frozenset[tuple[int, int]]] = set()  # fills often repeat (orders, nested domains)

@@ -28,6 +28,7 @@ K = TypeVar("K")
 
 __all__ = [
     "comm_ms",
+    "comm_ms_each",
     "ps_comm_ms",
     "ps_floor_ms",
     "p2p_ms",
@@ -58,6 +59,13 @@ def comm_ms(job: Job, bandwidth_gbps: float) -> float:
     if bandwidth_gbps <= 0:
         return math.inf
     return 2.0 * (job.workers - 1) / job.workers * 8.0 * job.gradient_mb / bandwidth_gbps
+
+
+def comm_ms_each(job: Job, bandwidths: np.ndarray) -> np.ndarray:
+    """:func:`comm_ms` of ``job`` at each of ``bandwidths`` (computed once per distinct
+    bandwidth)."""
+    values, inv = np.unique(bandwidths, return_inverse=True)
+    return np.array([comm_ms(job, float(b)) for b in values])[inv.reshape(-1)]
 
 
 def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float) -> float:

@@ -213,8 +213,8 @@ class Cluster:
     @cached_property
     def domain_segment(self) -> np.ndarray:
         """The domain of each entry of :attr:`domain_concat`'s positions."""
-        _, offsets = self.domain_concat
-        return np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, sum(map(len, self.domain_members)))))
+        concat, offsets = self.domain_concat
+        return np.repeat(np.arange(len(offsets)), np.diff(np.append(offsets, len(concat))))
 
     def chain(self, server: str) -> tuple[int, ...]:
         """Indices of the domains holding ``server``, innermost first."""
