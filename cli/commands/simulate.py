@@ -23,7 +23,7 @@ from placement.errors import (
     InvalidInputError,
 )
 from placement.model.records import OBJECTIVES
-from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_EVENTS, REPLAN_PRICES
+from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_EVENTS, REPLAN_MODES, REPLAN_PRICES
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
@@ -163,16 +163,25 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 )
 @click.option("--hybrid-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs and shapes.")
 @click.option(
+    "--replan",
+    type=click.Choice(REPLAN_MODES),
+    default="on",
+    show_default=True,
+    help="on: methods that re-plan (auto, local_search) move running jobs when the move repays its restart "
+    "(every --replan-every-s and on --replan-events); off: jobs stay where they were placed.",
+)
+@click.option(
     "--replan-every-s",
     type=FiniteRange(min=0, min_open=True),
-    default=None,
-    help="Re-plan running jobs this often (methods auto, local_search).",
+    default=3600.0,
+    show_default=True,
+    help="Re-plan running jobs this often (methods auto, local_search; with --replan on).",
 )
 @click.option("--max-moves", type=click.IntRange(min=0), default=None, help="Workers a re-planning may move.")
 @click.option(
     "--restart-s",
     type=FiniteRange(min=0),
-    default=0.0,
+    default=300.0,
     show_default=True,
     help="Progress (seconds) a moved job loses.",
 )
@@ -214,10 +223,18 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "--replan-price",
     type=click.Choice(REPLAN_PRICES),
-    default="none",
+    default="amortized",
     show_default=True,
-    help="remaining: a re-plan weighs each running job by its iterations left and charges a moved job "
-    "its restart (weight x --restart-s); none: whole iterations, moves free.",
+    help="amortized: a moved job pays its restart spread over the iterations it has left (it moves only when "
+    "they repay it); remaining: the re-plan weighs each job by its remaining work and a move pays weight x "
+    "--restart-s; gpu_time: remaining, by GPUs too; none: moves free.",
+)
+@click.option(
+    "--move-margin",
+    type=FiniteRange(min=0),
+    default=None,
+    help="amortized prices: a move must also cut the job's believed expected iteration time by this share "
+    "[default: 0.05 with estimated knowledge, else 0].",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
@@ -269,10 +286,12 @@ def simulate(
     ps_seed: int,
     hybrid_fraction: float,
     hybrid_seed: int,
+    replan: str,
     replan_every_s: float | None,
     max_moves: int | None,
     restart_s: float,
     replan_price: str,
+    move_margin: float | None,
     ratio_to: str,
     replan_events: str,
     replan_min_gap_s: float,
@@ -333,10 +352,12 @@ def simulate(
         "decision_time_limit_s": decision_time_limit,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
+        "replan": replan,
         "replan_every_s": replan_every_s,
         "max_moves": max_moves,
         "restart_s": restart_s,
         "replan_price": replan_price,
+        "move_margin": move_margin,
         "ratio_to": ratio_to,
         "replan_events": csv_list(replan_events, "replan-events", REPLAN_EVENTS) if replan_events else [],
         "replan_min_gap_s": replan_min_gap_s,

@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     on.add_argument("--cells", default="cluster04-pod256-markov,cluster04-hetero256-mixed", help="comma-separated")
     on.add_argument("--configs", default=",".join(ONLINE_CONFIGS), help="comma-separated")
     on.add_argument("--seeds", default="0,1,2,3,4")
-    on.add_argument("--replan-price", default="none")
+    on.add_argument("--replan-price", default="amortized")
     on.add_argument("--decision-time-limit", type=float, default=0.5)
     on.add_argument("--parallel", type=int, default=1)
     on.add_argument(

@@ -9,8 +9,11 @@ rung of the ladder that separates the effects:
   is its mean JCT minus this one's);
 - ``arrival``: ``auto`` with estimated knowledge, placed at arrival only;
 - ``defrag``: ``auto``, oblivious, re-planning every hour (defragmentation alone);
+- ``defrag-none``: the same with no slowdowns at all (oblivious knowledge's straggler
+  inflation with re-planning is ``defrag`` minus this);
 - ``oracle``: ``auto``, the true distributions, re-planning (straggler avoidance);
-- ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run);
+- ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run: the
+  defaults of ``placement simulate -m auto --knowledge estimated``);
 - ``clairvoyant``: ``auto`` with the hidden state now and its law (forecasts over each job's
   horizon), re-planning with free moves: what prediction could reach at most.
 
@@ -83,18 +86,23 @@ GENERATED: dict[str, str] = {
 """Clusters the cells use that are not bundled: the ``placement generate`` command of each
 (``hetero256`` is ``pod256``'s shape with two GPU types)."""
 
-REPLAN = {"replan_every_s": 3600.0, "restart_s": 300.0}
+REPLAN = {"replan": "on", "replan_every_s": 3600.0, "restart_s": 300.0}
 CONFIGS: dict[str, dict[str, Any]] = {
     "consolidate": {"method": "consolidate", "knowledge": "oblivious"},
     "consolidate-none": {"method": "consolidate", "knowledge": "oblivious", "dynamics": "none"},
-    "arrival": {"method": "auto", "knowledge": "estimated"},
+    "arrival": {"method": "auto", "knowledge": "estimated", "replan": "off"},
     "defrag": {"method": "auto", "knowledge": "oblivious", **REPLAN},
+    "defrag-none": {"method": "auto", "knowledge": "oblivious", **REPLAN, "dynamics": "none"},
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
     "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
+REMOVED: tuple[str, ...] = ("oracle", "proactive", "clairvoyant")
+"""The configurations whose share removed of oblivious knowledge's straggler inflation with
+re-planning (``(defrag - x) / (defrag - defrag-none)``, per seed) is reported."""
 EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("proactive vs consolidation (the goal)", "proactive", "consolidate"),
+    ("priced re-planning vs none, estimated", "proactive", "arrival"),
     ("placement at arrival", "arrival", "consolidate"),
     ("defragmentation (re-planning, oblivious)", "defrag", "consolidate"),
     ("straggler avoidance (oracle, re-planning)", "oracle", "defrag"),
@@ -149,7 +157,7 @@ def _runs(cell: Cell, config: str, seeds: Sequence[int], common: dict[str, Any],
     from placement.simulation.runner import SimRun
 
     cluster = cluster_file(cell.cluster, out.parent.parent)
-    c = {**common, **cell.options, "dynamics": cell.dynamics, "plan_by": "expected", **CONFIGS[config]}
+    c = {"plan_by": "expected", **common, **cell.options, "dynamics": cell.dynamics, **CONFIGS[config]}
     return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
 
 
@@ -172,7 +180,7 @@ def bench_online(
     seeds: Sequence[int],
     out: Path,
     *,
-    replan_price: str = "none",
+    replan_price: str = "amortized",
     decision_time_limit_s: float = 0.5,
     extra: dict[str, Any] | None = None,
     parallel: int = 1,
@@ -253,7 +261,17 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         b = {s: float(r["avg_jct_s"]) for s, r in per["consolidate-none"].items()}
         m, lo, hi, n = paired_change(a, b)
         inflation = [m, lo, hi]
-    return {"configs": configs, "effects": effects, "consolidation_inflation": inflation}
+    removed: dict[str, Any] = {}
+    if "defrag" in per and "defrag-none" in per:
+        for config in (c for c in REMOVED if c in per):
+            shares = [
+                (per["defrag"][s]["avg_jct_s"] - per[config][s]["avg_jct_s"])
+                / (per["defrag"][s]["avg_jct_s"] - per["defrag-none"][s]["avg_jct_s"])
+                for s in sorted(set(per[config]) & set(per["defrag"]) & set(per["defrag-none"]))
+                if per["defrag"][s]["avg_jct_s"] != per["defrag-none"][s]["avg_jct_s"]
+            ]
+            removed[config] = bootstrap_mean(shares) if shares else None
+    return {"configs": configs, "effects": effects, "consolidation_inflation": inflation, "inflation_removed": removed}
 
 
 def _ci(x: Any, pct: bool = False, nd: int = 0) -> str:
@@ -295,5 +313,12 @@ def _write(result: dict[str, Any], out: Path) -> None:
             lines.append(
                 f"| {e['effect']} | {e['new']} / {e['base']} | {e['metric']} | {_ci(e['change'], pct=True)} | {e['seeds']} |"
             )
+        if cell.get("inflation_removed"):
+            lines += [
+                "",
+                "Share of oblivious knowledge's straggler inflation with re-planning (`defrag` - `defrag-none`) "
+                "that each removes, per seed: "
+                + "; ".join(f"`{c}` {_ci(v, pct=True)}" for c, v in cell["inflation_removed"].items() if v),
+            ]
         lines.append("")
     (out / "online.md").write_text("\n".join(lines))

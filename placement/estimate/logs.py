@@ -171,6 +171,44 @@ def bin_values(r: np.ndarray, b: np.ndarray) -> np.ndarray:
     return values
 
 
+EMPIRICAL = 0.0
+"""``prior_strength=EMPIRICAL``: the Beta prior's strength from the servers' own spread
+(:func:`empirical_strength`)."""
+STRENGTH_RANGE = (1.0, 1e4)
+
+
+def empirical_strength(k: np.ndarray, n: np.ndarray) -> float:
+    """The strength (pseudo-observations) of the Beta prior on a server's slow share that
+    the servers' spread calls for (empirical Bayes, method of moments): ``k`` slow out of
+    ``n`` (effective) observations per server.  The spread of the servers' shares beyond
+    what sampling explains is the prior's variance ``tau^2``, and a Beta of mean ``p`` and
+    that variance has strength ``p (1 - p) / tau^2 - 1``: servers that differ little are
+    shrunk hard towards the fleet, servers that differ much keep their own shares.  Within
+    :data:`STRENGTH_RANGE`.
+
+    >>> n = np.full(50, 40.0)
+    >>> round(empirical_strength(np.full(50, 8.0), n))  # no spread beyond sampling: shrink hard
+    10000
+    >>> k = np.array([2.0, 30.0] * 25)  # calm and hot servers: each keeps its own
+    >>> empirical_strength(k, n) < 5
+    True
+    """
+    seen = n > 0
+    if seen.sum() < 2:
+        return STRENGTH_RANGE[1]
+    k, n = k[seen], n[seen]
+    p = float(k.sum() / n.sum())
+    if p <= 0.0 or p >= 1.0:
+        return STRENGTH_RANGE[1]
+    share = k / n
+    spread = float(np.average((share - p) ** 2, weights=n))
+    sampling = p * (1.0 - p) * float(np.average(1.0 / n, weights=n))
+    tau2 = spread - sampling
+    if tau2 <= 0.0:
+        return STRENGTH_RANGE[1]
+    return float(np.clip(p * (1.0 - p) / tau2 - 1.0, *STRENGTH_RANGE))
+
+
 HALF_LIFE = 1000.0
 PRIOR_STRENGTH = 5.0
 SHAPE_STRENGTH = 0.5
@@ -214,11 +252,15 @@ def estimate_from_ratios(
     prior_strength: float = PRIOR_STRENGTH,
     shape_strength: float = SHAPE_STRENGTH,
     servers: Iterable[Any] = (),
+    weights: np.ndarray | None = None,
 ) -> tuple[dict[Any, ServerEstimate], Slowdown]:
     """:func:`estimate_from_logs` from ratios already computed (:func:`ratios`): for a
-    caller that observes whole iterations at once, such as the simulator."""
-    if not half_life > 0 or not prior_strength > 0 or not shape_strength > 0:
-        raise ValueError("half_life, prior_strength and shape_strength must be > 0")
+    caller that observes whole iterations at once, such as the simulator.  ``weights``
+    (one per row, times the recency weight) say how much of an independent observation each
+    row is: rows that repeat one look, or looks close in time, count for less against the
+    priors."""
+    if not half_life > 0 or not prior_strength >= 0 or not shape_strength > 0:
+        raise ValueError("half_life and shape_strength must be > 0, prior_strength >= 0 (0: empirical)")
     b = bin_index(r)
     nb = len(BIN_EDGES) + 1
     values = bin_values(r, b)
@@ -231,6 +273,8 @@ def estimate_from_ratios(
     else:
         age = np.zeros(0)
     w = 0.5 ** (age / half_life)
+    if weights is not None:
+        w = w * np.asarray(weights, dtype=float)
     srv_ids = list(dict.fromkeys(server.tolist() + list(servers)))
     uniq_s, first, s_inv = np.unique(server, return_index=True, return_inverse=True)
     s_inv = s_inv.reshape(-1)
@@ -241,6 +285,11 @@ def estimate_from_ratios(
     fleet_rate = float(np.mean(rates)) if len(rates) else 0.0
     fleet_shape = np.bincount(b[b > 0], minlength=nb)[1:].astype(float)
     fleet_shape = fleet_shape / fleet_shape.sum() if fleet_shape.sum() else np.full(nb - 1, 1.0 / (nb - 1))
+    slow_w = np.where(b > 0, w, 0.0)
+    n_eff_all = np.bincount(s_inv, weights=w, minlength=S)
+    k_eff_all = np.bincount(s_inv, weights=slow_w, minlength=S)
+    if prior_strength == EMPIRICAL:
+        prior_strength = empirical_strength(k_eff_all, n_eff_all)
     a0, b0 = prior_strength * fleet_rate, prior_strength * (1 - fleet_rate)
 
     def dist(p: float, shape: np.ndarray) -> Slowdown:
@@ -253,9 +302,6 @@ def estimate_from_ratios(
 
     fleet = dist(fleet_rate, fleet_shape)
     # per server at once: logged iterations, their weight, the slow ones' weight by bin
-    slow_w = np.where(b > 0, w, 0.0)
-    n_eff_all = np.bincount(s_inv, weights=w, minlength=S)
-    k_eff_all = np.bincount(s_inv, weights=slow_w, minlength=S)
     counts_all = np.bincount(s_inv * nb + b, weights=slow_w, minlength=S * nb).reshape(S, nb)[:, 1:]
     pos = {sid: i for i, sid in enumerate(uniq_s.tolist())}
     out: dict[Any, ServerEstimate] = {}

@@ -263,6 +263,62 @@ def _perturb(st: State, rng: np.random.Generator, budget: Budget) -> tuple[int, 
     return kicks, kept
 
 
+FREE_SHARE = 0.4
+"""Priced re-planning (:func:`_priced_replan`): the share of the time left that the search
+with free moves gets, after the priced search from the previous placement had as much."""
+
+
+def _revert(st: State) -> int:
+    """Put moved jobs back on their previous servers, one at a time, where those are free
+    and the move did not pay for itself (its cost plus price above staying); returns how
+    many went back."""
+    back = 0
+    changed = True
+    while changed:
+        changed = False
+        for jp in sorted(st.prev):
+            alloc, was = st.x.get(jp), st.prev[jp]
+            if alloc is None or not was or st.moves_of(jp, alloc) == 0:
+                continue
+            if not _better(st.cost(jp, was), st.priced(jp, alloc)) or not st.change_ok({jp: (alloc, was)}):
+                continue
+            old_z = dict(st.z.get(jp, {})) or None
+            st.release(jp)
+            if all(r >= was[sp] for sp, r in zip(was, st.room(jp, list(was)))) and st.take(jp, was):
+                back += 1
+                changed = True
+            else:
+                st.take(jp, alloc, old_z)
+    return back
+
+
+def _priced_replan(instance: Instance, opts: Options, st: State, path: list[str]) -> State:
+    """Re-planning with priced moves.  A move that pays only together with others (a job
+    steps aside so that a long one can consolidate) is uphill for a priced climb, one job at
+    a time.  So: the priced climb from the previous placement (``st``) with a first share of
+    the time; a climb with the moves free with :data:`FREE_SHARE` of the rest; from there,
+    every move that does not pay on its own goes back (:func:`_revert`) and a priced climb
+    follows.  The better of the two priced results is kept (staying put is where both
+    start, so the answer never costs more than not moving)."""
+    assert opts.previous is not None
+    rng = np.random.default_rng(opts.seed)
+    _improve(st, rng, opts.budget.share(FREE_SHARE))
+    _perturb(st, rng, opts.budget.share(FREE_SHARE))
+    free, _ = start_from_previous(instance, opts.previous, opts.max_moves, 0.0, opts.previous_shards)
+    part = opts.budget.share(FREE_SHARE)
+    _improve(free, rng, part)
+    _perturb(free, rng, part)
+    alt = State.from_assignment(instance, free.assignment(), free.shard_assignment())
+    alt.set_previous(st.prev, st.move_budget, st.move_cost, st.restart_price)
+    back = _revert(alt)
+    _improve(alt, rng, opts.budget)
+    within = alt.move_budget is None or alt.moved <= alt.move_budget
+    (wa, ca), (ws, cs) = alt.rank(), st.rank()
+    take = alt.complete and within and (wa < ws or (wa == ws and _better(ca, cs)))
+    path.append(f"priced_replan(free moves then {back} reverted: {'kept' if take else 'not better'})")
+    return alt if take else st
+
+
 def local_search(instance: Instance, opts: Options) -> Outcome:
     """Local search from ``opts.start`` (or greedy), seeded, within the time limit."""
     path: list[str] = []
@@ -271,6 +327,11 @@ def local_search(instance: Instance, opts: Options) -> Outcome:
             instance, opts.previous, opts.max_moves, opts.move_cost, opts.previous_shards, opts.restart_cost
         )
         path.append(note)
+        if st.restart_price or st.move_cost:
+            st = _priced_replan(instance, opts, st, path)
+            if not st.complete:
+                return Outcome(None, path=path, message="local search could not place every job")
+            return Outcome(st.assignment(), path=path, shards=st.shard_assignment())
     elif opts.start is not None:
         st = State.from_assignment(instance, opts.start)
         path.append("start")

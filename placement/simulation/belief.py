@@ -14,8 +14,9 @@ import numpy as np
 
 from placement.model.records import Instance, Server, Slowdown
 from placement.simulation.config import RATE_CYCLES
+from placement.simulation.forecast import Forecaster, low_share
 
-__all__ = ["Belief", "horizon_bucket", "low_share", "rate_points"]
+__all__ = ["Belief", "horizon_bucket", "rate_points"]
 
 
 def horizon_bucket(seconds: float) -> float:
@@ -26,12 +27,6 @@ def horizon_bucket(seconds: float) -> float:
     (2048.0, 32.0)
     """
     return float(2.0 ** round(math.log2(max(seconds, 32.0))))
-
-
-def low_share(d: Slowdown) -> float:
-    """Probability of a distribution's lowest value (the share of time out of episodes)."""
-    v, p = np.asarray(d.values), np.asarray(d.probs)
-    return float(p[v == v[p > 0].min()].sum())
 
 
 def rate_points(servers: Sequence[Server], scen: Any) -> dict[str, Slowdown]:
@@ -81,9 +76,12 @@ class Belief:
         self.mean_episode_s = mean_episode_s
         self.update(None)
 
-    def update(self, estimates: Mapping[str, Slowdown] | None) -> None:
+    def update(self, estimates: Mapping[str, Slowdown] | None, forecaster: Forecaster | None = None) -> None:
         """Believe ``estimates`` (``estimated`` knowledge; servers without one keep the
-        cluster's law), or what the knowledge gives without them."""
+        cluster's law), or what the knowledge gives without them; with a ``forecaster``
+        (``plan_by="forecast"``), each job sees its forecasts over its horizon."""
+        self.forecaster = forecaster
+        self.horizon_cache: dict[float, dict[str, Slowdown]] = {}
         k = self.knowledge
         if k in ("oracle", "clairvoyant") and self.truthful:
             servers = self.cluster.servers
@@ -128,6 +126,12 @@ class Belief:
         """The per-job slowdown overrides of a job of ``ideal_s`` seconds (left to run)."""
         if self.knowledge == "clairvoyant" and self.truthful and self.forecast is not None:
             return dict(self.forecast(horizon_bucket(ideal_s)))
+        if self.forecaster is not None:
+            h = horizon_bucket(ideal_s)
+            f = self.horizon_cache.get(h)
+            if f is None:
+                f = self.horizon_cache[h] = self.forecaster.forecast(h)
+            return dict(f)
         if self.plan_by != "duration" or not self.long(ideal_s):
             return {}
         if self.table is not None:

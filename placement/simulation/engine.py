@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.logs import estimate_from_ratios
+from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, estimate_from_ratios
 from placement.model.records import Instance, Slowdown
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
@@ -45,6 +45,7 @@ from placement.simulation.config import (
     SimulationError,
 )
 from placement.simulation.dynamics import hidden_truth
+from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, IterationLog
 from placement.simulation.policy import Policy
@@ -138,6 +139,8 @@ class _Simulation(Policy):
         self.moved_workers: deque[tuple[float, int]] = deque()
         """(time, workers moved) of the re-plans of the last hour (the move budget)."""
         self.replan_means: np.ndarray | None = None
+        self.placed_since_replan = True
+        """A job started, finished or moved since the last re-plan."""
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -177,7 +180,7 @@ class _Simulation(Policy):
         self._push_next_change()
         if self.cfg.knowledge == "estimated":
             self.push(self.cfg.estimate_every_s, _ESTIMATE)
-        if self.cfg.replan_every_s is not None:
+        if self.cfg.replans and self.cfg.replan_every_s is not None:
             self.push(self.cfg.replan_every_s, _REPLAN)
         if self.cfg.round_s is not None:
             self.push(self.cfg.round_s, _ROUND)
@@ -250,7 +253,7 @@ class _Simulation(Policy):
     def _on_estimate(self, _: Any) -> bool:
         self._observe()
         self._again(_ESTIMATE, self.cfg.estimate_every_s)
-        if "estimate" in self.cfg.replan_events and self.stale and self._may_replan_on_event():
+        if self.cfg.replans and "estimate" in self.cfg.replan_events and self.stale and self._may_replan_on_event():
             self._refit()
             now = self.belief.means()
             was = self.replan_means
@@ -260,9 +263,24 @@ class _Simulation(Policy):
         return False
 
     def _on_replan(self, _: Any) -> bool:
-        self._replan()
+        if self._worth_replanning():
+            self._replan()
         self._again(_REPLAN, self.cfg.replan_every_s)
         return False
+
+    def _worth_replanning(self) -> bool:
+        """Whether the period's re-plan could find what the last one did not: a job started,
+        finished or moved since, or the beliefs changed (clairvoyant: always; estimated: some
+        server's believed mean by more than ``replan_threshold``, relative).  Otherwise it
+        would solve the same instance with less work left to repay a move."""
+        if self.placed_since_replan or self.replan_means is None or self.cfg.knowledge == "clairvoyant":
+            return True
+        if self.cfg.knowledge != "estimated":
+            return False
+        if self.stale:
+            self._refit()
+        was = self.replan_means
+        return bool((np.abs(self.belief.means() - was) > self.cfg.replan_threshold * was).any())
 
     def _on_round(self, _: Any) -> bool:
         self._decide()
@@ -322,6 +340,7 @@ class _Simulation(Policy):
                 f"at t={self.now:g} s, job {tj.id!r} over-commits servers {np.flatnonzero(self.free < 0)}"
             )
         self.running[tj.id] = r
+        self.placed_since_replan = True
         self._schedule_completion(r)
 
     def _finish(self, r: Running) -> None:
@@ -331,6 +350,7 @@ class _Simulation(Policy):
         for sp in r.servers():
             self.on_server[sp].discard(r.tj.id)
         del self.running[r.tj.id]
+        self.placed_since_replan = True
         self.busy_gpu_s += r.tj.workers * (self.now - r.start)
         self.done.append(finished_row(r, self.now, self.server_ids))
 
@@ -374,8 +394,34 @@ class _Simulation(Policy):
     def _refit(self) -> None:
         self.stale = False
         lg = self.logs.window()
-        est, _ = estimate_from_ratios(lg["job"], lg["server"], lg["iteration"], lg["ratio"], servers=range(self.n))
-        self.belief.update({self.server_ids[sp]: e.slowdown for sp, e in est.items()})
+        forecasting = self.cfg.plan_by == "forecast"
+        # forecasts: each server's long-run law (every look weighs the same) and its last look
+        half_life, weights, strength = HALF_LIFE, None, PRIOR_STRENGTH
+        if forecasting:
+            # every look weighs the same (the law is the long run's), a look through several
+            # workers counts once, and looks count as the independent observations they are
+            half_life, strength = math.inf, EMPIRICAL
+            per_look = [1.0 / np.bincount(c["server"])[c["server"]] for _, c in self.logs.chunks]
+            was = self.belief.forecaster
+            weights = np.concatenate(per_look) * (
+                was.look_weight(self.cfg.estimate_every_s) if was is not None else LOOK_WEIGHT_FIRST
+            )
+        est, _ = estimate_from_ratios(
+            lg["job"],
+            lg["server"],
+            lg["iteration"],
+            lg["ratio"],
+            servers=range(self.n),
+            half_life=half_life,
+            weights=weights,
+            prior_strength=strength,
+        )
+        laws = {self.server_ids[sp]: e.slowdown for sp, e in est.items()}
+        forecaster = None
+        if forecasting:
+            looks = [(t, c["server"], c["ratio"]) for t, c in self.logs.chunks]
+            forecaster = fit_forecaster(looks, self.now, laws, self.server_ids)
+        self.belief.update(laws, forecaster)
         self.template = None
 
     # ----------------------------------------------------------- result

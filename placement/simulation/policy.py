@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from placement.evaluation import evaluate
 from placement.model.records import Instance, Slowdown
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
@@ -59,6 +60,7 @@ class Policy:
     replanning: bool
     moved_workers: deque[tuple[float, int]]
     replan_means: np.ndarray | None
+    placed_since_replan: bool
 
     def _start(
         self,
@@ -168,7 +170,7 @@ class Policy:
         """Place what waits; then the re-plan a ``freed`` or ``blocked`` event asks for."""
         self._decide_queue()
         events = self.cfg.replan_events
-        if not events or not self._may_replan_on_event():
+        if not events or not self.cfg.replans or not self._may_replan_on_event():
             return
         freed, self.freed = self.freed, False
         if "freed" in events and freed:
@@ -195,6 +197,7 @@ class Policy:
             return
         self.replanning = True
         try:
+            self.placed_since_replan = False
             self._replan_once(with_queue)
             self.replan_means = self.belief.means()
             if self.queue:
@@ -232,7 +235,25 @@ class Policy:
             for sp, k in r.alloc.items():
                 free[sp] += k
         price = self.cfg.replan_price
-        if price != "none":  # each job by the work it has left; a move pays its restart once
+        if price == "amortized":  # per-iteration times; a move's restart spread over what is left
+            for r in runs:
+                advance(r, self.now)
+            left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
+            inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
+            restart = {r.tj.id: r.tj.weight * 1000.0 * self.cfg.restart_s / left[r.tj.id] for r in runs}
+            if self.cfg.margin > 0:  # a move must also beat the estimates' resolution
+                held = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
+                now_ms = evaluate(
+                    inst,
+                    held,
+                    {r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
+                )
+                for r in runs:
+                    rep = now_ms.jobs.get(r.tj.id)
+                    if rep is not None:
+                        restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
+            restart = {j: c for j, c in restart.items() if c > 0}
+        elif price != "none":  # each job by the work it has left; a move pays its restart once
             for r in runs:
                 advance(r, self.now)
             left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
@@ -307,6 +328,7 @@ class Policy:
             self._schedule_completion(r)
         if moved_workers:
             self.moved_workers.append((self.now, moved_workers))
+            self.placed_since_replan = True
         if (self.free < 0).any():
             raise SimulationError(
                 f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"

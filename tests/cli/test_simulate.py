@@ -108,7 +108,8 @@ def test_a_job_wider_than_the_cluster_is_named(tmp_path):
         (("--dynamics", "replay"), "replay"),
         (("--seeds", "x"), "--seeds"),
         (("-m", "no_such_method"), "unknown method"),
-        (("--replan-every-s", "60", "-m", "greedy"), "re-planning"),
+        (("--replan-events", "freed", "-m", "greedy"), "re-planning"),
+        (("--replan", "sometimes"), "--replan"),
     ],
 )
 def test_bad_options_exit_2(trace, tmp_path, extra, message):

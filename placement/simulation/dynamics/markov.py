@@ -20,18 +20,12 @@ current state, a long one the long-run law.
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Iterator
 
 import numpy as np
 
 from placement.simulation.dynamics.base import Change, Dynamics, draw
-
-
-def _kept(x: float) -> float:
-    """``(1 - exp(-x)) / x``: the average over [0, x] of ``exp(-t)`` (1 at x = 0)."""
-    x = max(x, 0.0)
-    return 1.0 if x < 1e-9 else -math.expm1(-x) / x
+from placement.simulation.forecast import kept, mix, rate
 
 
 class Markov(Dynamics):
@@ -72,29 +66,18 @@ class Markov(Dynamics):
 
     def memory(self, sp: int, horizon_s: float) -> float:
         """The weight the current state keeps, averaged over ``horizon_s``."""
-        p_low = self.low_share(sp)
-        if p_low >= 1.0:
-            return 1.0
-        k = 1.0 / self.mean_episode + (1.0 - p_low) / (self.mean_episode * p_low)
-        return _kept(k * horizon_s)
+        return kept(rate(self.mean_episode, self.low_share(sp)) * horizon_s)
 
     def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
         if self.scenarios:
             col = self.table[sp]
             values, inv = np.unique(col, return_inverse=True)
             law = np.bincount(inv, weights=self.scen_probs, minlength=len(values))
-            rho = _kept(horizon_s / self.mean_episode)  # re-drawn at epochs of the episode law
+            rho = kept(horizon_s / self.mean_episode)  # re-drawn at epochs of the episode law
         else:
             values, law = self.law(sp)
             rho = self.memory(sp, horizon_s)
-        probs = (1.0 - rho) * law
-        hit = np.flatnonzero(np.isclose(values, now))
-        if len(hit):
-            probs[hit[0]] += rho
-        else:
-            values, probs = np.append(values, now), np.append(probs, rho)
-        keep = probs > 1e-12
-        return tuple(float(v) for v in values[keep]), tuple(float(p) for p in probs[keep] / probs[keep].sum())
+        return mix(values, law, now, rho)
 
     def next_change(self, sp: int, t: float, now: float) -> tuple[float, int, float]:
         """The change that ends the period server ``sp`` is in at time ``t`` (value ``now``)."""
