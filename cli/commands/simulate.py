@@ -89,10 +89,11 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 )
 @click.option(
     "--plan-by",
-    default="expected",
+    default="forecast",
     show_default=True,
-    help="Comma-separated: expected (E[T]), rate (steady rate 1/E[1/S]), duration (rate for jobs that outlive "
-    "several slow-state cycles).",
+    help="Comma-separated: forecast (each server over the job's horizon: the state last seen for short jobs, the "
+    "law for long ones), expected (E[T]; estimated: recency-weighted), rate (steady rate 1/E[1/S]), duration "
+    "(rate for jobs that outlive several slow-state cycles).",
 )
 @click.option(
     "--decision-time-limit",

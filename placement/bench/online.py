@@ -157,7 +157,7 @@ def _runs(cell: Cell, config: str, seeds: Sequence[int], common: dict[str, Any],
     from placement.simulation.runner import SimRun
 
     cluster = cluster_file(cell.cluster, out.parent.parent)
-    c = {"plan_by": "expected", **common, **cell.options, "dynamics": cell.dynamics, **CONFIGS[config]}
+    c = {**common, **cell.options, "dynamics": cell.dynamics, **CONFIGS[config]}
     return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
 
 

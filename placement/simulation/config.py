@@ -33,7 +33,7 @@ KNOWLEDGE = ("oracle", "estimated", "oblivious", "clairvoyant")
 the iteration logs (``estimated``), nothing (``oblivious``), or the hidden state now with the
 law it evolves by (``clairvoyant``: each server's forecast over the job's horizon; a reference
 for what prediction could reach, not something a scheduler can have)."""
-PLAN_BY = ("expected", "rate", "duration", "forecast")
+PLAN_BY = ("forecast", "expected", "rate", "duration")
 RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
 is planned at its servers' steady rates."""
@@ -92,7 +92,9 @@ SUMMARY_FIELDS = (
     "decision_time_p50_s",
     "decision_time_p99_s",
     "decision_time_max_s",
+    "place_time_p99_s",
     "replans",
+    "replans_by_bound",
     "replan_time_p99_s",
     "wall_s",
 )
@@ -128,12 +130,17 @@ class SimConfig:
     """What a decision minimises (:data:`~placement.model.records.OBJECTIVES`): the weighted
     expected iteration time, or ``weighted_expected_jct``, each job weighed by its iterations
     (at arrival, its whole remaining work: a long job gets the fast servers first)."""
-    plan_by: str = "expected"
-    """What a decision's expected iteration time is computed from: the slowdown
-    distributions (``expected``: ``E[T]``, right for a job that lives through one state);
-    each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives through
-    many short episodes runs at); or per job, the steady-rate points for jobs whose ideal
-    duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, dynamics with episodes: markov, mixed)."""
+    plan_by: str = "forecast"
+    """What a decision's expected iteration time is computed from: each server's forecast
+    over the job's horizon (``forecast``, the default: with ``estimated`` knowledge, from the
+    server's law over the estimate window, its last look and the fleet's episode length,
+    :mod:`placement.simulation.forecast`; a short job sees the state now, a long one the law;
+    with ``oracle`` knowledge, which has no state, the law itself); the slowdown
+    distributions (``expected``: ``E[T]``; with ``estimated`` knowledge, the recency-weighted
+    estimates); each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives
+    through many short episodes runs at); or per job, the steady-rate points for jobs whose
+    ideal duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, dynamics
+    with episodes: markov, mixed)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""

@@ -132,6 +132,7 @@ class _Simulation(Policy):
         self.rng = np.random.default_rng(np.random.SeedSequence(int(cfg.seed) % 2**63).spawn(2)[1])
         self.migrations = 0
         self.replan_walls: list[float] = []
+        self.place_walls: list[float] = []
         self.last_event_replan = -math.inf
         self.freed = False
         """GPUs were freed since the last decision (the ``freed`` event)."""
@@ -141,6 +142,8 @@ class _Simulation(Policy):
         self.replan_means: np.ndarray | None = None
         self.placed_since_replan = True
         """A job started, finished or moved since the last re-plan."""
+        self.replans_by_bound = 0
+        """Re-plans settled by the bound (no job could repay a move) without a search."""
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -439,6 +442,8 @@ class _Simulation(Policy):
             migrations=self.migrations,
             replan_walls=self.replan_walls,
             restart_gpu_s=self.restart_gpu_s,
+            place_walls=self.place_walls,
+            replans_by_bound=self.replans_by_bound,
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):

@@ -37,12 +37,15 @@ def summarise(
     wall_s: float,
     replan_walls: Sequence[float] = (),
     restart_gpu_s: float = 0.0,
+    place_walls: Sequence[float] = (),
+    replans_by_bound: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
     submission time, finished or not); the share of the total JCT the longest 1% of jobs
     carry (at least one job); the GPU-hours moved jobs stood idle restarting; decision times
-    of all decisions, and of the re-plans among them (``replan_walls``)."""
+    of all decisions, of those that place queued jobs (``place_walls``) and of the re-plans
+    (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search)."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -79,7 +82,9 @@ def summarise(
         "decision_time_p50_s": float(np.percentile(walls, 50)),
         "decision_time_p99_s": float(np.percentile(walls, 99)),
         "decision_time_max_s": float(walls.max()),
+        "place_time_p99_s": float(np.percentile(place_walls, 99)) if len(place_walls) else None,
         "replans": len(replan_walls),
+        "replans_by_bound": replans_by_bound,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,
     }

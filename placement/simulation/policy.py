@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from placement.evaluation import evaluate
+from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Slowdown
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
@@ -53,6 +54,7 @@ class Policy:
     forecasts: dict[float, dict[str, Slowdown]]
     decision_walls: list[float]
     replan_walls: list[float]
+    place_walls: list[float]
     migrations: int
     restart_gpu_s: float
     freed: bool
@@ -61,6 +63,7 @@ class Policy:
     moved_workers: deque[tuple[float, int]]
     replan_means: np.ndarray | None
     placed_since_replan: bool
+    replans_by_bound: int
 
     def _start(
         self,
@@ -153,6 +156,7 @@ class Policy:
         w0 = time.perf_counter()
         sol = solve(inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed)
         self.decision_walls.append(time.perf_counter() - w0)
+        self.place_walls.append(self.decision_walls[-1])
         if sol.status.value == "error":
             raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
         if not sol.assignment:
@@ -241,17 +245,27 @@ class Policy:
             left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
             inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
             restart = {r.tj.id: r.tj.weight * 1000.0 * self.cfg.restart_s / left[r.tj.id] for r in runs}
-            if self.cfg.margin > 0:  # a move must also beat the estimates' resolution
-                held = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
-                now_ms = evaluate(
-                    inst,
-                    held,
-                    {r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
-                )
-                for r in runs:
-                    rep = now_ms.jobs.get(r.tj.id)
-                    if rep is not None:
-                        restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
+            w0 = time.perf_counter()
+            held = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
+            now_ms = evaluate(
+                inst, held, {r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards}
+            )
+            hopeless = not offer
+            for r in runs:
+                rep = now_ms.jobs.get(r.tj.id)
+                if rep is None:
+                    hopeless = False
+                    continue
+                # a move must also beat the estimates' resolution
+                restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
+                floor = job_lower_bound(inst, inst.job_pos[r.tj.id])
+                hopeless = hopeless and r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]
+            if hopeless:
+                # no job could repay its move even with every GPU its own: staying is optimal
+                self.decision_walls.append(time.perf_counter() - w0)
+                self.replan_walls.append(self.decision_walls[-1])
+                self.replans_by_bound += 1
+                return
             restart = {j: c for j, c in restart.items() if c > 0}
         elif price != "none":  # each job by the work it has left; a move pays its restart once
             for r in runs:

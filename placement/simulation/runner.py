@@ -20,7 +20,7 @@ from placement.compare.harness import isolated, read_rows, run_into
 from placement.compare.lock import sweep_lock
 from placement.compare.spawn import check_workers
 from placement.errors import InvalidInputError
-from placement.simulation.config import SUMMARY_FIELDS, SimConfig, SimResult
+from placement.simulation.config import PLAN_BY, SUMMARY_FIELDS, SimConfig, SimResult
 
 __all__ = [
     "SimRun",
@@ -74,7 +74,7 @@ class SimRun:
         return (
             (
                 f"{c.get('method', 'greedy')}-{c.get('knowledge', 'oracle')}-{c.get('dynamics', 'markov')}"
-                f"{'' if c.get('plan_by', 'expected') == 'expected' else '-by-' + c['plan_by']}-seed{c.get('seed', 0)}"
+                f"{'' if c.get('plan_by', PLAN_BY[0]) == PLAN_BY[0] else '-by-' + c['plan_by']}-seed{c.get('seed', 0)}"
             )
             .replace("/", "_")
             .replace(":", "_")
@@ -91,7 +91,7 @@ def plan_runs(
     dynamics: Sequence[str],
     seeds: Sequence[int],
     common: dict[str, Any],
-    plan_by: Sequence[str] = ("expected",),
+    plan_by: Sequence[str] = (PLAN_BY[0],),
     reference: bool = True,
     out_dir: str | None = None,
 ) -> list[SimRun]:
@@ -104,8 +104,8 @@ def plan_runs(
             for d in dynamics:
                 for k in knowledge:
                     for pb in plan_by:
-                        # planning by steady rates changes nothing where nothing is known
-                        pb = "expected" if k == "oblivious" or d == "none" else pb
+                        # the views differ in nothing where nothing is known
+                        pb = PLAN_BY[0] if k == "oblivious" or d == "none" else pb
                         config = {**common, "method": m, "knowledge": k, "dynamics": d, "seed": s, "plan_by": pb}
                         runs.append(SimRun(cluster, trace, dict(trace_options), config, out_dir))
             if reference and "none" not in dynamics:
@@ -120,7 +120,7 @@ def plan_runs(
                             "knowledge": "oblivious",
                             "dynamics": "none",
                             "seed": s,
-                            "plan_by": "expected",
+                            "plan_by": PLAN_BY[0],
                         },
                         out_dir,
                     )
@@ -324,8 +324,8 @@ def inflation_table(
 
 def knowledge_label(r: dict[str, Any]) -> str:
     """The knowledge column: with how the decisions used it when not by ``E[T]``."""
-    pb = r.get("plan_by", "expected")
-    return r["knowledge"] if pb in (None, "expected") else f"{r['knowledge']} (by {pb})"
+    pb = r.get("plan_by", PLAN_BY[0])
+    return r["knowledge"] if pb in (None, PLAN_BY[0]) else f"{r['knowledge']} (by {pb})"
 
 
 def mean_table(rows: Sequence[dict[str, Any]]) -> list[str]:
