@@ -272,9 +272,14 @@ def _spread(instance: Instance, jp: int, a: np.ndarray, k: int) -> float:
 def lower_bound(instance: Instance) -> float | None:
     """A valid lower bound on the objective of any placement that places every job
     (admission ``all``); ``None`` for ``best_effort``, where the objective counts only the
-    jobs placed."""
-    if instance.admission != "all":
-        return None
+    jobs placed (:func:`bound_placing_all` there)."""
+    return bound_placing_all(instance) if instance.admission == "all" else None
+
+
+def bound_placing_all(instance: Instance) -> float | None:
+    """A valid lower bound on the objective of any placement that places every job, whatever
+    the admission (with ``best_effort``, a placement of every job that meets it is optimal:
+    no placement places more weight); ``None`` when some job has no room at all."""
     total = 0.0
     for jp, job in enumerate(instance.jobs):
         total += weight_factor(instance, job) * job_lower_bound(instance, jp)

@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from placement.errors import MethodUnavailableError
+from placement.evaluation.bounds import bound_placing_all
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.ranking import best_placement
 from placement.formulations.index import index_instance
@@ -26,6 +27,7 @@ from placement.methods.bruteforce import brute_force, estimate_size
 from placement.methods.greedy import greedy, price_guided_greedy, quick_greedy
 from placement.methods.local_search import LP_SHARE, bound_then_improve, local_search
 from placement.model.records import Assignment, Instance
+from placement.model.tolerances import IMPROVE_RTOL
 from placement.problem.arrays import arrays_of
 from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
@@ -85,6 +87,10 @@ def auto(instance: Instance, opts: Options) -> Outcome:
         path += ["auto:greedy"] + g.path
     best, shards, bound = g.assignment, g.shards, None
     opts.report("greedy", best)
+    met = None if quick is not None else _meets_the_bound(instance, best, shards)
+    if met is not None:  # e.g. one job with a server of its own: nothing left to prove
+        path.append("auto:greedy meets the simple bound")
+        return Outcome(best, bound=met, path=path, shards=shards, optimal=True)
     exact = _exact_step(instance, opts, best, path, rough)
     if exact is not None:
         # an exact model's optimum covers a parameter-server job's workers only (its shards
@@ -110,6 +116,19 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     if tb is not None:
         bound = tb if bound is None else max(bound, tb)
     return Outcome(best, bound=bound, path=path, shards=shards)
+
+
+def _meets_the_bound(instance: Instance, best: Assignment | None, shards: Assignment | None) -> float | None:
+    """The simple bound (:func:`~placement.evaluation.bounds.bound_placing_all`) when ``best``
+    places every job and its objective meets it (within the evaluator's tolerance), else
+    ``None``."""
+    if best is None or len(best) < len(instance.jobs):
+        return None
+    floor = bound_placing_all(instance)
+    if floor is None:
+        return None
+    objective = evaluate(instance, best, complete_shards(instance, best, shards)).objective
+    return floor if objective <= floor * (1.0 + IMPROVE_RTOL) + 1e-9 else None
 
 
 def _guided_rescue(instance: Instance, opts: Options, path: list[str]) -> tuple[Assignment | None, Assignment | None]:

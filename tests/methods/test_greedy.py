@@ -104,3 +104,26 @@ def test_auto_past_the_exact_models_reach_tries_the_price_guided_greedy_when_no_
     assert sol.status.value == "no_solution"
     assert sol.stats["path"][-1].startswith("auto:price_guided_rescue")
     assert placement.solve(inst, "auto", time_limit_s=2, seed=0).status.value == "optimal"  # within reach
+
+
+def test_auto_stops_when_the_greedy_meets_the_simple_bound():
+    """One 4-worker job, a calm server with room for it and a slow one: the greedy's
+    placement meets the simple bound, so ``auto`` stops there, proven optimal (as brute
+    force agrees), in either admission."""
+    from placement.model import Instance, Job, Link, Server, Slowdown, Switch
+
+    servers = (
+        Server("slow", 8, "A100", 2400.0, slowdown=Slowdown((1.0, 3.0), (0.5, 0.5))),
+        Server("calm", 8, "A100", 2400.0),
+    )
+    links = tuple(Link(s.id, "tor", 100.0) for s in servers)
+    from placement.methods import auto as auto_module
+
+    for admission in ("all", "best_effort"):
+        inst = Instance("one", servers, (Job("j", 4, 100.0, 10.0),), (Switch("tor"),), links, admission=admission)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(auto_module, "AUTO_BRUTE_FORCE_SIZE", -1)  # past brute force's reach
+            sol = placement.solve(inst, "auto", time_limit_s=5)
+        assert "auto:greedy meets the simple bound" in sol.stats["path"]
+        assert sol.status.value == "optimal" and sol.assignment == {"j": {"calm": 4}}
+        assert sol.objective == pytest.approx(placement.solve(inst, "brute_force").objective)
