@@ -250,8 +250,8 @@ def bench_simulate(full: bool = True, auto_jobs: int = 1000) -> None:
         total = sum(s.free_gpus for s in cluster.servers)
         w = read_trace("elasticflow-cluster04", max_jobs=jobs, max_workers=total, drop_wider=True)
         t = time.perf_counter()
-        s = simulate(
-            cluster, w, method=method, knowledge="oracle", dynamics="markov", decision_time_limit_s=limit
+        s = simulate(  # placed at arrival (re-planning's cost: python -m placement.bench online)
+            cluster, w, method=method, knowledge="oracle", dynamics="markov", decision_time_limit_s=limit, replan="off"
         ).summary
         return {
             "jobs": len(w.jobs),

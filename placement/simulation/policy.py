@@ -239,16 +239,19 @@ class Policy:
             for sp, k in r.alloc.items():
                 free[sp] += k
         price = self.cfg.replan_price
+        for r in runs:
+            advance(r, self.now)
+        left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
+        ids = self.server_ids
         if price == "amortized":  # per-iteration times; a move's restart spread over what is left
-            for r in runs:
-                advance(r, self.now)
-            left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
             inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
             restart = {r.tj.id: r.tj.weight * 1000.0 * self.cfg.restart_s / left[r.tj.id] for r in runs}
             w0 = time.perf_counter()
-            held = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
             now_ms = evaluate(
-                inst, held, {r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards}
+                inst,
+                {r.tj.id: {ids[sp]: k for sp, k in r.alloc.items()} for r in runs},
+                {r.tj.id: {ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
+                {r.tj.id: tuple(tuple(ids[sp] for sp in row) for row in r.stages) for r in runs if r.stages},
             )
             hopeless = not offer
             for r in runs:
@@ -268,9 +271,6 @@ class Policy:
                 return
             restart = {j: c for j, c in restart.items() if c > 0}
         elif price != "none":  # each job by the work it has left; a move pays its restart once
-            for r in runs:
-                advance(r, self.now)
-            left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
             # gpu_time: a job's remaining time and its restart count once per GPU it holds
             tjs = [
                 dataclasses.replace(r.tj, weight=r.tj.weight * r.tj.workers) if price == "gpu_time" else r.tj
