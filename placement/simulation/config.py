@@ -87,6 +87,7 @@ SUMMARY_FIELDS = (
     "straggled_iteration_fraction",
     "top1pct_jct_share",
     "migrations",
+    "moves_repaid_alone",
     "restart_gpu_hours",
     "decisions",
     "decision_time_p50_s",

@@ -143,6 +143,8 @@ class _Simulation(Policy):
         self.placed_since_replan = True
         """A job started, finished or moved since the last re-plan."""
         self.replans_by_bound = 0
+        self.moves_repaid_alone = 0
+        """Moves whose own believed saving over the work left repaid their price (amortized)."""
         """Re-plans settled by the bound (no job could repay a move) without a search."""
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
@@ -444,6 +446,7 @@ class _Simulation(Policy):
             restart_gpu_s=self.restart_gpu_s,
             place_walls=self.place_walls,
             replans_by_bound=self.replans_by_bound,
+            moves_repaid_alone=self.moves_repaid_alone,
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):

@@ -39,13 +39,15 @@ def summarise(
     restart_gpu_s: float = 0.0,
     place_walls: Sequence[float] = (),
     replans_by_bound: int = 0,
+    moves_repaid_alone: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
     submission time, finished or not); the share of the total JCT the longest 1% of jobs
     carry (at least one job); the GPU-hours moved jobs stood idle restarting; decision times
     of all decisions, of those that place queued jobs (``place_walls``) and of the re-plans
-    (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search)."""
+    (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search);
+    ``moves_repaid_alone``: the migrations whose own believed saving repaid their price."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -77,6 +79,7 @@ def summarise(
         "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
         "top1pct_jct_share": top_share(jct, 0.01),
         "migrations": migrations,
+        "moves_repaid_alone": moves_repaid_alone,
         "restart_gpu_hours": restart_gpu_s / 3600.0,
         "decisions": len(decision_walls),
         "decision_time_p50_s": float(np.percentile(walls, 50)),

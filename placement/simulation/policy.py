@@ -64,6 +64,7 @@ class Policy:
     replan_means: np.ndarray | None
     placed_since_replan: bool
     replans_by_bound: int
+    moves_repaid_alone: int
 
     def _start(
         self,
@@ -239,6 +240,7 @@ class Policy:
             for sp, k in r.alloc.items():
                 free[sp] += k
         price = self.cfg.replan_price
+        was_ms: dict[str, float] = {}
         for r in runs:
             advance(r, self.now)
         left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
@@ -263,6 +265,7 @@ class Policy:
                 restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
                 floor = job_lower_bound(inst, inst.job_pos[r.tj.id])
                 hopeless = hopeless and r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]
+            was_ms = {j: rep.expected_iteration_ms for j, rep in now_ms.jobs.items()}
             if hopeless:
                 # no job could repay its move even with every GPU its own: staying is optimal
                 self.decision_walls.append(time.perf_counter() - w0)
@@ -315,6 +318,11 @@ class Policy:
             )  # a hybrid job whose servers stay keeps its mapping: a new one would restart it
         ]
         for r in moved:
+            # believed per-iteration saving against the price: did this move repay itself alone?
+            jid = r.tj.id
+            if jid in was_ms and jid in sol.jobs:
+                saving = r.tj.weight * (was_ms[jid] - sol.jobs[jid].expected_iteration_ms)
+                self.moves_repaid_alone += saving >= restart.get(jid, 0.0)
             advance(r, self.now)
             for sp, k in r.alloc.items():
                 self.free[sp] += k

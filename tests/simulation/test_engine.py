@@ -470,15 +470,19 @@ def test_on_two_servers_a_priced_move_helps_where_an_unpriced_one_hurts(tmp_path
     c = cluster([Slowdown()] * 2)
     common = dict(method="local_search", knowledge="clairvoyant", dynamics="replay", replay_path=str(p))
 
+    repaid = []
+
     def jct(iterations: int, **kw) -> tuple[float, int]:
         w = Workload((TraceJob("j", 0.0, 1, iterations, 100.0, 1.0),), "one", {})
         r = simulate(c, w, **common, **kw)
+        repaid.append(r.summary["moves_repaid_alone"])
         return r.jobs[0]["jct_s"], r.summary["migrations"]
 
     replan = dict(replan_every_s=120.0, restart_s=300.0)
     assert jct(1000, **replan, replan_price=price) == (pytest.approx(280.0), 0)
     assert jct(1000, **replan, replan_price="none") == (pytest.approx(473.333, abs=1e-2), 1)
     assert jct(20_000, **replan, replan_price=price) == (pytest.approx(2373.333, abs=1e-2), 1)
+    assert repaid[-1] == (1 if price == "amortized" else 0)  # counted where the saving is priced per job
     assert jct(20_000, replan="off") == (pytest.approx(5980.0), 0)
     # on by default: hourly, a 300 s restart, amortized prices (the first re-plan at 3,600 s)
     assert jct(20_000)[1] == 1
