@@ -322,3 +322,35 @@ def _write(result: dict[str, Any], out: Path) -> None:
             ]
         lines.append("")
     (out / "online.md").write_text("\n".join(lines))
+    _plot(result, out / "online.png")
+
+
+def _plot(result: dict[str, Any], path: Path) -> None:
+    """Mean JCT of every configuration with its interval, one panel per cell, and the
+    migrations beside each bar (``online.png``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cells = result["cells"]
+    if not cells:
+        return
+    fig, axes = plt.subplots(1, len(cells), figsize=(6.5 * len(cells), 4.2), squeeze=False)
+    for ax, (cname, cell) in zip(axes[0], cells.items()):
+        names = [c for c, st in cell["configs"].items() if st.get("avg_jct_s")]
+        means = [cell["configs"][c]["avg_jct_s"][0] for c in names]
+        lo = [m - cell["configs"][c]["avg_jct_s"][1] for m, c in zip(means, names)]
+        hi = [cell["configs"][c]["avg_jct_s"][2] - m for m, c in zip(means, names)]
+        y = np.arange(len(names))[::-1]
+        ax.barh(y, means, xerr=[lo, hi], color=["#888" if "none" in c else "#4477aa" for c in names], capsize=3)
+        for yi, c, m, up in zip(y, names, means, hi):
+            mig = cell["configs"][c].get("migrations")
+            if mig and mig[0]:
+                ax.text(m + up, yi, f"  {mig[0]:,.0f} moves", va="center", fontsize=8)
+        ax.set_yticks(y, names)
+        ax.set_xlabel("mean JCT (s), 95% bootstrap interval over seeds")
+        ax.set_title(cname, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -39,7 +39,7 @@ def test_a_small_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     trace.write_text("\n".join(rows) + "\n")
     cell = Cell("tiny-markov", "tiny", str(trace), "markov", {}, {"episode_median_s": 120.0})
     monkeypatch.setitem(online.CELLS, cell.name, cell)
-    configs = ["consolidate", "consolidate-none", "defrag"]
+    configs = ["consolidate", "consolidate-none", "defrag", "defrag-none", "oracle"]
     out = tmp_path / "bench"
     res = bench_online([cell.name], configs, [0, 1], out, decision_time_limit_s=0.2, say=lambda m: None)
     c = res["cells"][cell.name]
@@ -54,6 +54,11 @@ def test_a_small_benchmark_runs_resumes_and_reports(tmp_path, monkeypatch):
     text = (out / "online.md").read_text()
     assert "## tiny-markov" in text and "| defrag | 2 |" in text
     assert json.loads((out / "online.json").read_text()) == json.loads(json.dumps(res))
+    assert (out / "online.png").stat().st_size > 10_000
+    # the share of oblivious re-planning's inflation the oracle removes, per seed
+    removed = c["inflation_removed"]["oracle"]
+    assert removed[1] <= removed[0] <= removed[2] and 0.0 < removed[0] < 1.0
+    assert "inflation with re-planning" in text
     # a second run resumes: every configuration is already in its folder
     said: list[str] = []
     bench_online([cell.name], configs, [0, 1], out, decision_time_limit_s=0.2, say=said.append)
