@@ -98,7 +98,7 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "--decision-time-limit",
     type=FiniteRange(min=0, min_open=True, max=3600),
-    default=1.0,
+    default=0.5,
     show_default=True,
     help="Seconds per placement decision.",
 )

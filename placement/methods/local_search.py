@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from placement.evaluation.bounds import job_lower_bound
 from placement.evaluation.ranking import placement_key
 from placement.formulations.transport import CLASS_STEP, transport_lp
 from placement.methods.greedy import greedy, greedy_job, price_guided_greedy
@@ -220,20 +221,21 @@ is taken.  A new move is a function ``(state, job position, rng) -> bool`` (it a
 itself when it improves) and one line here."""
 
 
-def _perturb(st: State, rng: np.random.Generator, budget: Budget) -> tuple[int, int]:
-    """Iterated local search: ruin ``KICK_SIZE`` random jobs, recreate them greedily in
-    random order, hill-climb around them, keep the result only if it is better.  Stops at
-    the end of the budget or after the patience runs out."""
+def _perturb(st: State, rng: np.random.Generator, budget: Budget, jobs: Sequence[int] | None = None) -> tuple[int, int]:
+    """Iterated local search: ruin ``KICK_SIZE`` random jobs (of ``jobs``, default all),
+    recreate them greedily in random order, hill-climb around them, keep the result only if
+    it is better.  Stops at the end of the budget or after the patience runs out."""
     inst = st.instance
-    J = len(inst.jobs)
-    if J < 2:
+    J = len(inst.jobs) if jobs is None else len(jobs)
+    if len(inst.jobs) < 2 or J == 0:
         return 0, 0
+    pool = None if jobs is None else set(jobs)
     best_rank, best = st.rank(), st.snapshot()
     patience = max(PATIENCE_MIN, PATIENCE_PER_JOB * J)
     kicks = kept = fails = 0
     while fails < patience and not budget.expired():
         kicks += 1
-        placed = sorted(st.x)
+        placed = sorted(st.x) if pool is None else sorted(pool.intersection(st.x))
         k = min(len(placed), int(rng.integers(KICK_SIZE[0], KICK_SIZE[1] + 1)))
         if k == 0:
             break
@@ -292,6 +294,24 @@ def _revert(st: State) -> int:
     return back
 
 
+def _hopeful(st: State) -> list[int]:
+    """The jobs a priced re-plan searches around: new or unplaced ones, and those whose cost
+    where they are exceeds their lower bound (:func:`~placement.evaluation.bounds.job_lower_bound`,
+    every free GPU theirs) by more than the price of moving them.  The others could not repay
+    a move of their own; they still step aside when a hopeful job's swap or kick asks."""
+    inst = st.instance
+    out = []
+    for jp in range(len(inst.jobs)):
+        alloc = st.x.get(jp)
+        if jp not in st.prev or alloc is None:
+            out.append(jp)
+            continue
+        price = st.restart_price.get(jp, 0.0) + st.move_cost
+        if st.cost(jp, alloc) - job_lower_bound(inst, jp) > price:
+            out.append(jp)
+    return out
+
+
 def _priced_replan(instance: Instance, opts: Options, st: State, path: list[str]) -> State:
     """Re-planning with priced moves.  A move that pays only together with others (a job
     steps aside so that a long one can consolidate) is uphill for a priced climb, one job at
@@ -302,16 +322,21 @@ def _priced_replan(instance: Instance, opts: Options, st: State, path: list[str]
     start, so the answer never costs more than not moving)."""
     assert opts.previous is not None
     rng = np.random.default_rng(opts.seed)
-    _improve(st, rng, opts.budget.share(FREE_SHARE))
-    _perturb(st, rng, opts.budget.share(FREE_SHARE))
+    pool = _hopeful(st)
+    if not pool:
+        path.append("priced_replan(no job could repay its move)")
+        return st
+    _improve(st, rng, opts.budget.share(FREE_SHARE), pool)
+    _perturb(st, rng, opts.budget.share(FREE_SHARE), pool)
+    _revert(st)
     free, _ = start_from_previous(instance, opts.previous, opts.max_moves, 0.0, opts.previous_shards)
     part = opts.budget.share(FREE_SHARE)
-    _improve(free, rng, part)
-    _perturb(free, rng, part)
+    _improve(free, rng, part, pool)
+    _perturb(free, rng, part, pool)
     alt = State.from_assignment(instance, free.assignment(), free.shard_assignment())
     alt.set_previous(st.prev, st.move_budget, st.move_cost, st.restart_price)
     back = _revert(alt)
-    _improve(alt, rng, opts.budget)
+    _improve(alt, rng, opts.budget, pool)
     within = alt.move_budget is None or alt.moved <= alt.move_budget
     (wa, ca), (ws, cs) = alt.rank(), st.rank()
     take = alt.complete and within and (wa < ws or (wa == ws and _better(ca, cs)))

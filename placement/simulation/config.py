@@ -121,7 +121,8 @@ class SimConfig:
     """``mixed`` dynamics: the share of each server's slow time spent persistently slow."""
     replay_path: str | None = None
     queue: str = "fifo"
-    decision_time_limit_s: float = 1.0
+    decision_time_limit_s: float = 0.5
+    """Seconds per decision (placing the queue, or a re-plan); the benchmarks' setting."""
     round_s: float | None = None
     """Decide every ``round_s`` seconds instead of at every arrival and completion."""
     max_offer: int = 64
