@@ -143,9 +143,9 @@ class _Simulation(Policy):
         self.placed_since_replan = True
         """A job started, finished or moved since the last re-plan."""
         self.replans_by_bound = 0
+        """Re-plans settled by the bound (no job could repay a move) without a search."""
         self.moves_repaid_alone = 0
         """Moves whose own believed saving over the work left repaid their price (amortized)."""
-        """Re-plans settled by the bound (no job could repay a move) without a search."""
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -260,9 +260,7 @@ class _Simulation(Policy):
         self._again(_ESTIMATE, self.cfg.estimate_every_s)
         if self.cfg.replans and "estimate" in self.cfg.replan_events and self.stale and self._may_replan_on_event():
             self._refit()
-            now = self.belief.means()
-            was = self.replan_means
-            if was is None or (np.abs(now - was) / was > self.cfg.replan_threshold).any():
+            if self._beliefs_moved():
                 self.last_event_replan = self.now
                 self._replan()
         return False
@@ -284,8 +282,13 @@ class _Simulation(Policy):
             return False
         if self.stale:
             self._refit()
+        return self._beliefs_moved()
+
+    def _beliefs_moved(self) -> bool:
+        """Whether some server's believed mean moved by more than ``replan_threshold``
+        (relative) since the last re-plan (always, before the first)."""
         was = self.replan_means
-        return bool((np.abs(self.belief.means() - was) > self.cfg.replan_threshold * was).any())
+        return was is None or bool((np.abs(self.belief.means() - was) > self.cfg.replan_threshold * was).any())
 
     def _on_round(self, _: Any) -> bool:
         self._decide()

@@ -10,7 +10,7 @@ otherwise; averaged over ``[age, age + h]`` the state seen ``age`` seconds ago k
 
 The scheduler learns ``k`` from its own logs: with a slow share ``p``, two looks at one server
 ``d`` seconds apart differ in state with probability ``2 p (1 - p) (1 - exp(-k d))``
-(:func:`chain_rate`).
+(:func:`fit_episode_mean`).
 """
 
 from __future__ import annotations

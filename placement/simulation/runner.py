@@ -323,7 +323,8 @@ def inflation_table(
 
 
 def knowledge_label(r: dict[str, Any]) -> str:
-    """The knowledge column: with how the decisions used it when not by ``E[T]``."""
+    """The knowledge column: with how the decisions used it when not the default view
+    (``PLAN_BY[0]``, forecasts)."""
     pb = r.get("plan_by", PLAN_BY[0])
     return r["knowledge"] if pb in (None, PLAN_BY[0]) else f"{r['knowledge']} (by {pb})"
 
