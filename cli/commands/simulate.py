@@ -103,6 +103,13 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     help="Seconds per placement decision.",
 )
 @click.option(
+    "--prove/--no-prove",
+    default=False,
+    show_default=True,
+    help="Let auto's decisions spend their time on the exact model (a proof of optimality the simulation "
+    "does not use).",
+)
+@click.option(
     "--round-s",
     type=FiniteRange(min=0, min_open=True),
     default=None,
@@ -274,6 +281,7 @@ def simulate(
     objective: str,
     plan_by: str,
     decision_time_limit: float,
+    prove: bool,
     round_s: float | None,
     estimate_every_s: float,
     max_jobs: int | None,
@@ -351,6 +359,7 @@ def simulate(
         "queue": queue,
         "objective": objective,
         "decision_time_limit_s": decision_time_limit,
+        "prove": prove,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,

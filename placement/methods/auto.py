@@ -9,6 +9,7 @@ and local search from the best placement so far with the time left.  Far too lar
 exact model, the first placement is :func:`quick_greedy`'s (the plain greedy only if it
 leaves a job out): the LP, whose bound the gap needs, gets the time.  With a ``previous``
 placement (re-planning), the local search re-optimises from it within the move budget.
+With ``prove=False`` the exact step is skipped.
 """
 
 from __future__ import annotations
@@ -91,7 +92,9 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     if met is not None:  # e.g. one job with a server of its own: nothing left to prove
         path.append("auto:greedy meets the simple bound")
         return Outcome(best, bound=met, path=path, shards=shards, optimal=True)
-    exact = _exact_step(instance, opts, best, path, rough)
+    exact = _exact_step(instance, opts, best, path, rough) if opts.prove else None
+    if not opts.prove:
+        path.append("auto:exact skipped (prove=False)")
     if exact is not None:
         # an exact model's optimum covers a parameter-server job's workers only (its shards
         # are placed after): then local search goes on from it

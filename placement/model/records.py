@@ -54,6 +54,8 @@ Stages = Mapping[str, StageMatrix]
 
 
 def _frozen_map(m: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
+    if isinstance(m, MappingProxyType):  # read-only already: jobs may share one (a simulation's forecasts)
+        return m
     return MappingProxyType(dict(m or {}))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,13 +20,24 @@ __all__ = ["EvalIndex", "arrays_of", "job_groups"]
 
 
 def _merged(values: Sequence[float], probs: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """A distribution's support, sorted and without repeats or zero-probability values, and
+    its probabilities (normalised); read-only arrays, memoised by value: a simulation's
+    decisions give a thousand servers the same few forecasts again and again."""
+    return _merged_tuples(tuple(values), tuple(probs))
+
+
+@lru_cache(maxsize=1 << 16)
+def _merged_tuples(values: tuple[float, ...], probs: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     v = np.asarray(values, dtype=float)
     p = np.asarray(probs, dtype=float)
     keep = p > 0
     v, p = v[keep], p[keep]
     u, inv = np.unique(v, return_inverse=True)
     q = np.bincount(inv, weights=p, minlength=len(u))
-    return u, q / q.sum()
+    q = q / q.sum()
+    u.flags.writeable = False
+    q.flags.writeable = False
+    return u, q
 
 
 _SERVER_ARRAYS = (

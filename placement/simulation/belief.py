@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,7 @@ class Belief:
         cluster's law), or what the knowledge gives without them; with a ``forecaster``
         (``plan_by="forecast"``), each job sees its forecasts over its horizon."""
         self.forecaster = forecaster
-        self.horizon_cache: dict[float, dict[str, Slowdown]] = {}
+        self.horizon_cache: dict[float, Mapping[str, Slowdown]] = {}
         k = self.knowledge
         if k in ("oracle", "clairvoyant") and self.truthful:
             servers = self.cluster.servers
@@ -122,7 +123,7 @@ class Belief:
         slow-state cycles to run at its steady rate."""
         return ideal_s >= RATE_CYCLES * self.cycle_s
 
-    def overrides(self, ideal_s: float) -> dict[str, Any]:
+    def overrides(self, ideal_s: float) -> Mapping[str, Any]:
         """The per-job slowdown overrides of a job of ``ideal_s`` seconds (left to run)."""
         if self.knowledge == "clairvoyant" and self.truthful and self.forecast is not None:
             return dict(self.forecast(horizon_bucket(ideal_s)))
@@ -130,8 +131,8 @@ class Belief:
             h = horizon_bucket(ideal_s)
             f = self.horizon_cache.get(h)
             if f is None:
-                f = self.horizon_cache[h] = self.forecaster.forecast(h)
-            return dict(f)
+                f = self.horizon_cache[h] = MappingProxyType(self.forecaster.forecast(h))
+            return f  # read-only and shared by every job of the bucket (Job keeps it as it is)
         if self.plan_by != "duration" or not self.long(ideal_s):
             return {}
         if self.table is not None:

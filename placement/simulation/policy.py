@@ -155,7 +155,9 @@ class Policy:
             return
         inst = self._decision_instance(offer, self.free)
         w0 = time.perf_counter()
-        sol = solve(inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed)
+        sol = solve(
+            inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed, prove=self.cfg.prove
+        )
         self.decision_walls.append(time.perf_counter() - w0)
         self.place_walls.append(self.decision_walls[-1])
         if sol.status.value == "error":
@@ -295,6 +297,7 @@ class Policy:
             previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
             max_moves=budget,
             restart_cost=restart or None,
+            prove=self.cfg.prove,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         self.replan_walls.append(self.decision_walls[-1])

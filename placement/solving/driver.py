@@ -64,6 +64,7 @@ def solve(
     move_cost: float = 0.0,
     restart_cost: Mapping[str, float] | None = None,
     progress: Callable[[str, float | None, float | None], None] | None = None,
+    prove: bool = True,
 ) -> Solution:
     """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
 
@@ -83,6 +84,8 @@ def solve(
     ``progress(step, objective, bound)`` is told where a method that works in steps (``auto``)
     stands: the objective of its best placement so far by the evaluator (``None`` when that
     placement is not valid) and its best bound so far (valid for the true objective).
+    ``prove=False``: ``auto`` skips its exact model (whose time buys a proof of optimality)
+    and keeps to heuristics and bounds, for decisions that will be revisited (a simulation's).
 
     Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
     :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
@@ -132,6 +135,7 @@ def solve(
         move_cost=float(move_cost),
         restart_cost=dict(restart_cost) if restart_cost else None,
         progress=None if progress is None else _checked(instance, progress),
+        prove=bool(prove),
     )
     outcome = spec.load()(instance, opts)
     sol = _finish(instance, spec.name, outcome, opts, t0, seed)

@@ -44,6 +44,9 @@ class Options:
     """Re-planning: price (objective units) per moved worker."""
     restart_cost: Mapping[str, float] | None = None
     """Re-planning: per running job, the price (objective units) it pays once if it moves."""
+    prove: bool = True
+    """``auto``: may spend time on an exact model that could prove its placement optimal
+    (``False``: heuristics and bounds only, for decisions that are revisited anyway)."""
     progress: Callable[[str, Assignment | None, float | None], None] | None = None
     """Called by methods that work in steps, after each: ``(step, best placement so far,
     best valid bound so far)``.  :func:`placement.solve` checks and evaluates what it is

@@ -127,3 +127,20 @@ def test_auto_stops_when_the_greedy_meets_the_simple_bound():
         assert "auto:greedy meets the simple bound" in sol.stats["path"]
         assert sol.status.value == "optimal" and sol.assignment == {"j": {"calm": 4}}
         assert sol.objective == pytest.approx(placement.solve(inst, "brute_force").objective)
+
+
+def test_auto_without_proof_skips_the_exact_model_and_still_places_validly():
+    """``prove=False`` (a simulation's decisions): ``auto`` never enters an exact backend,
+    returns a valid placement no worse than the greedy's, and claims no optimality it did
+    not prove; with ``prove=True`` the same instance goes through the exact model."""
+    inst = placement.load_bundled("library/small/hot")
+    proved = placement.solve(inst, "auto", time_limit_s=5, seed=1)
+    quick = placement.solve(inst, "auto", time_limit_s=5, seed=1, prove=False)
+    greedy_sol = placement.solve(inst, "greedy", seed=1)
+    assert any(step.startswith("auto:milp") or step.startswith("auto:cpsat") for step in proved.stats["path"])
+    assert "auto:exact skipped (prove=False)" in quick.stats["path"]
+    assert not any(step.startswith("auto:milp") or step.startswith("auto:cpsat") for step in quick.stats["path"])
+    assert not validate(inst, quick.assignment, quick.shards)
+    assert quick.objective <= greedy_sol.objective * (1 + 1e-9)
+    if quick.status.value == "optimal":  # only a bound that the heuristics' own LP proves
+        assert quick.bound is not None and quick.bound >= quick.objective * (1 - 1e-6)
