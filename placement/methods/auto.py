@@ -92,8 +92,10 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     if met is not None:  # e.g. one job with a server of its own: nothing left to prove
         path.append("auto:greedy meets the simple bound")
         return Outcome(best, bound=met, path=path, shards=shards, optimal=True)
-    exact = _exact_step(instance, opts, best, path, rough) if opts.prove else None
-    if not opts.prove:
+    if opts.prove:
+        exact = _exact_step(instance, opts, best, path, rough)
+    else:
+        exact = None
         path.append("auto:exact skipped (prove=False)")
     if exact is not None:
         # an exact model's optimum covers a parameter-server job's workers only (its shards

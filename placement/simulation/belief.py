@@ -126,7 +126,7 @@ class Belief:
     def overrides(self, ideal_s: float) -> Mapping[str, Any]:
         """The per-job slowdown overrides of a job of ``ideal_s`` seconds (left to run)."""
         if self.knowledge == "clairvoyant" and self.truthful and self.forecast is not None:
-            return dict(self.forecast(horizon_bucket(ideal_s)))
+            return self.forecast(horizon_bucket(ideal_s))  # read-only, shared (as below)
         if self.forecaster is not None:
             h = horizon_bucket(ideal_s)
             f = self.horizon_cache.get(h)

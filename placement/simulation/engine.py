@@ -23,7 +23,7 @@ import heapq
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +158,7 @@ class _Simulation(Policy):
             mean_episode_s=self.truth.mean_episode if self.truth.episodes else None,
             forecast=self._forecast,
         )
-        self.forecasts: dict[float, dict[str, Slowdown]] = {}
+        self.forecasts: dict[float, Mapping[str, Slowdown]] = {}
         self.template: Instance | None = None
         self.stale = False
         if cfg.knowledge == "estimated" and log_path is not None:

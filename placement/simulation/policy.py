@@ -10,6 +10,7 @@ import math
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 
@@ -51,7 +52,7 @@ class Policy:
     on_server: list[set[str]]
     template: Instance | None
     stale: bool
-    forecasts: dict[float, dict[str, Slowdown]]
+    forecasts: dict[float, Mapping[str, Slowdown]]
     decision_walls: list[float]
     replan_walls: list[float]
     place_walls: list[float]
@@ -123,16 +124,16 @@ class Policy:
             share_derived(inst, self.template)
         return inst
 
-    def _forecast(self, horizon_s: float) -> dict[str, Slowdown]:
+    def _forecast(self, horizon_s: float) -> Mapping[str, Slowdown]:
         """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
-        knowledge), cached until the state changes."""
+        knowledge), cached until the state changes; read-only, shared by the jobs it serves."""
         f = self.forecasts.get(horizon_s)
         if f is None:
-            f = {}
+            out = {}
             for sp, sid in enumerate(self.server_ids):
                 values, probs = self.truth.forecast(sp, float(self.S[sp]), horizon_s)
-                f[sid] = Slowdown(values, probs)
-            self.forecasts[horizon_s] = f
+                out[sid] = Slowdown(values, probs)
+            f = self.forecasts[horizon_s] = MappingProxyType(out)
         return f
 
     def _order(self) -> list[TraceJob]:
