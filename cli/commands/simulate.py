@@ -244,6 +244,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     help="amortized prices: a move must also cut the job's believed expected iteration time by this share "
     "[default: 0.05 with estimated knowledge, else 0].",
 )
+@click.option(
+    "--patience",
+    type=FiniteRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Delay scheduling (ski rental): a job whose placement now is slower than its straggler-free best "
+    "waits for better GPUs, while jobs run, up to this many times the seconds it would lose; 0: start at once.",
+)
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Configurations at a time.")
@@ -301,6 +309,7 @@ def simulate(
     restart_s: float,
     replan_price: str,
     move_margin: float | None,
+    patience: float,
     ratio_to: str,
     replan_events: str,
     replan_min_gap_s: float,
@@ -368,6 +377,7 @@ def simulate(
         "restart_s": restart_s,
         "replan_price": replan_price,
         "move_margin": move_margin,
+        "patience": patience,
         "ratio_to": ratio_to,
         "replan_events": csv_list(replan_events, "replan-events", REPLAN_EVENTS) if replan_events else [],
         "replan_min_gap_s": replan_min_gap_s,

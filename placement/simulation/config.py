@@ -178,6 +178,12 @@ class SimConfig:
     """``amortized`` prices: a move must also cut the job's believed expected iteration time
     by this share, what the beliefs cannot tell apart (``None``: :data:`MOVE_MARGIN` by
     knowledge, see :attr:`margin`)."""
+    patience: float = 0.0
+    """Delay scheduling, a ski-rental rule: a queued job whose placement now would be slower
+    than its straggler-free best on an idle cluster (a spread gang's all-reduce) waits, while
+    running jobs may free better GPUs, until it has waited ``patience`` times the seconds that
+    placement would add to its whole run (counted from its first such offer); then it takes
+    what is free.  ``0``: every job starts as soon as it fits."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -214,6 +220,8 @@ class SimConfig:
             problems.append(f"move_margin must be a finite number >= 0 or None, got {self.move_margin!r}")
         if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
             problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
+        if not (isinstance(self.patience, (int, float)) and math.isfinite(self.patience) and self.patience >= 0):
+            problems.append(f"patience must be a finite number >= 0, got {self.patience!r}")
         if self.max_offer < 1:
             problems.append(f"max_offer must be >= 1, got {self.max_offer!r}")
         object.__setattr__(self, "replan_events", tuple(self.replan_events))  # a list from JSON

@@ -76,9 +76,9 @@ __all__ = [
 
 # The event kernel: each kind is a position in the handler table (``_Simulation.handlers``),
 # and equal times are handled in this order: completions free GPUs before the state changes,
-# arrivals, refits, re-plans and rounds of the same instant.
-EVENT_KINDS = ("complete", "change", "arrival", "estimate", "replan", "round")
-_COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND = range(len(EVENT_KINDS))
+# arrivals, refits, re-plans, rounds and the end of a waiting job's patience of the same instant.
+EVENT_KINDS = ("complete", "change", "arrival", "estimate", "replan", "round", "patience")
+_COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND, _PATIENCE = range(len(EVENT_KINDS))
 
 
 class _Simulation(Policy):
@@ -146,6 +146,13 @@ class _Simulation(Policy):
         """Re-plans settled by the bound (no job could repay a move) without a search."""
         self.moves_repaid_alone = 0
         """Moves whose own believed saving over the work left repaid their price (amortized)."""
+        self.first_offer: dict[str, float] = {}
+        self.wake: dict[str, float] = {}
+        self.held_room: dict[str, tuple[int, int]] = {}
+        self.waits = 0
+        """Decisions in which a placed job waited instead (patience)."""
+        self.floors: dict[tuple[object, ...], float] = {}
+        self.blank: Instance | None = None
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -198,6 +205,7 @@ class _Simulation(Policy):
             self._on_estimate,
             self._on_replan,
             self._on_round,
+            self._on_patience,
         )
         assert len(handlers) == len(EVENT_KINDS)
         dirty = False
@@ -295,6 +303,12 @@ class _Simulation(Policy):
         self._again(_ROUND, self.cfg.round_s)
         return False
 
+    def _on_patience(self, _: Any) -> bool:
+        return True  # a waiting job's patience ran out: decide (it takes what is free)
+
+    def _wake_at(self, t: float) -> None:
+        self.push(t, _PATIENCE)
+
     def _push_next_change(self) -> None:
         nxt = next(self.changes, None)
         if nxt is not None:
@@ -324,13 +338,13 @@ class _Simulation(Policy):
             r.T = iteration_ms(r, self.S)
             self._schedule_completion(r)
 
-    def _start(
+    def _running(
         self,
         tj: TraceJob,
         alloc: dict[int, int],
         shards: dict[int, int] | None = None,
         stages: Sequence[Sequence[int]] | None = None,
-    ) -> None:
+    ) -> Running:
         sps, a, comm = placed_on(self.cluster, tj, alloc)
         if tj.architecture == "ps" and not shards:
             raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
@@ -338,6 +352,10 @@ class _Simulation(Policy):
         r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now)
         r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
         set_stages(self.cluster, r, stages)
+        return r
+
+    def _start(self, r: Running) -> None:
+        tj, alloc = r.tj, r.alloc
         r.T = iteration_ms(r, self.S)
         for sp, k in alloc.items():
             self.free[sp] -= k

@@ -17,6 +17,7 @@ import numpy as np
 from placement.evaluation import evaluate
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Slowdown
+from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
@@ -47,6 +48,7 @@ class Policy:
     now: float
     S: np.ndarray
     free: np.ndarray
+    capacity: np.ndarray
     queue: list[TraceJob]
     running: dict[str, Running]
     on_server: list[set[str]]
@@ -66,14 +68,29 @@ class Policy:
     placed_since_replan: bool
     replans_by_bound: int
     moves_repaid_alone: int
+    first_offer: dict[str, float]
+    """When each waiting job was first offered a placement slower than its best (patience)."""
+    wake: dict[str, float]
+    """The earliest wake-up pushed for each waiting job."""
+    held_room: dict[str, tuple[int, int]]
+    """The free GPUs' shape (:meth:`_room`) when each waiting job was last held."""
+    waits: int
+    floors: dict[tuple[object, ...], float]
+    blank: Instance | None
 
-    def _start(
+    def _running(
         self,
         tj: TraceJob,
         alloc: dict[int, int],
         shards: dict[int, int] | None = None,
         stages: Sequence[Sequence[int]] | None = None,
-    ) -> None:
+    ) -> Running:
+        raise NotImplementedError
+
+    def _start(self, r: Running) -> None:
+        raise NotImplementedError
+
+    def _wake_at(self, t: float) -> None:
         raise NotImplementedError
 
     def _refit(self) -> None:
@@ -142,18 +159,35 @@ class Policy:
         return self.queue
 
     def _decide_queue(self) -> None:
+        """Offer the queue to a decision and start what it places.  Jobs the patience rule
+        holds back are not offered again in this call: a second decision may give the GPUs
+        they leave to the jobs behind them."""
+        held: set[str] = set()
+        for _ in range(2):
+            new = self._decide_offer(held)
+            held |= new
+            if not new:
+                break
+        room = self._room()  # what they saw, once this call's jobs started
+        for jid in held:
+            self.held_room[jid] = room
+
+    def _decide_offer(self, skip: set[str]) -> set[str]:
+        """One decision on the queued jobs (but ``skip``) that fit the free GPUs in number;
+        returns the jobs it placed that wait instead (:meth:`_waits`)."""
         left = int(self.free.sum())
         if not self.queue or left == 0:
-            return
+            return set()
         offer: list[TraceJob] = []
+        room = self._room()
         for j in self._order():
-            if j.workers <= left:
+            if j.workers <= left and j.id not in skip and self._worth_offering(j, room):
                 offer.append(j)
                 left -= j.workers
                 if len(offer) >= self.cfg.max_offer or left == 0:
                     break
         if not offer:
-            return
+            return set()
         inst = self._decision_instance(offer, self.free)
         w0 = time.perf_counter()
         sol = solve(
@@ -164,15 +198,88 @@ class Policy:
         if sol.status.value == "error":
             raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
         if not sol.assignment:
-            return
+            return set()
         placed = set(sol.assignment)
+        held: set[str] = set()
         pos = inst.server_pos
         for j in offer:
             if j.id in placed:
                 shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
                 stages = [[pos[s] for s in row] for row in sol.stages.get(j.id, ())]
-                self._start(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
-        self.queue = [j for j in self.queue if j.id not in placed]
+                r = self._running(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
+                if self._waits(r):
+                    held.add(j.id)
+                else:
+                    self._start(r)
+        started = placed - held
+        self.queue = [j for j in self.queue if j.id not in started]
+        return held
+
+    def _room(self) -> tuple[int, int]:
+        """The free GPUs' shape a waiting job hopes to see grow: the most free GPUs of a
+        server, and how many servers are wholly free."""
+        return int(self.free.max()), int((self.free == self.capacity).sum())
+
+    def _worth_offering(self, tj: TraceJob, room: tuple[int, int]) -> bool:
+        """A waiting job is offered again once its patience is due, or once the free GPUs'
+        shape grew since it was held (:meth:`_room`): before, no placement could be better."""
+        was = self.held_room.get(tj.id)
+        if was is None or self.wake[tj.id] <= self.now:
+            return True
+        return room[0] > was[0] or room[1] > was[1]
+
+    def _waits(self, r: Running) -> bool:
+        """The patience rule (:attr:`SimConfig.patience`, ski rental): whether ``r``, placed
+        but not started, waits for better GPUs.  It may while jobs run (they will free GPUs)
+        and its placement is slower than its straggler-free best on the idle cluster, until
+        ``patience`` times the seconds that would add to its run have passed since it was
+        first offered such a placement; a wake-up then makes it take what is free."""
+        tj = r.tj
+        if self.cfg.patience <= 0 or not self.running:
+            self._done_waiting(tj.id)
+            return False
+        extra_s = tj.iterations * (r.ideal_ms - self._ideal_floor_ms(tj)) / 1000.0
+        first = self.first_offer.setdefault(tj.id, self.now)
+        until = first + self.cfg.patience * extra_s
+        if extra_s <= TIE_RTOL * tj.iterations * r.ideal_ms / 1000.0 or self.now >= until:
+            self._done_waiting(tj.id)
+            return False
+        pending = self.wake.get(tj.id, -math.inf)
+        if not self.now < pending <= until:  # no wake-up due by ``until``: push one
+            self.wake[tj.id] = until
+            self._wake_at(until)
+        self.waits += 1
+        return True
+
+    def _done_waiting(self, jid: str) -> None:
+        for d in (self.first_offer, self.wake, self.held_room):
+            d.pop(jid, None)
+
+    def _ideal_floor_ms(self, tj: TraceJob) -> float:
+        """``tj``'s least straggler-free iteration time on the idle cluster (a lower bound,
+        :func:`job_lower_bound` with every slowdown 1 and every GPU the cluster offers free), cached by shape."""
+        key = (
+            tj.workers,
+            tj.compute_ms,
+            tj.gradient_mb,
+            tuple(sorted(tj.gpu_speed.items())) if tj.gpu_speed else None,
+            tj.architecture,
+            tj.ps_shards,
+            tj.tp,
+            tj.pp,
+            tj.dp,
+            tj.microbatches,
+            tj.activation_mb,
+        )
+        floor = self.floors.get(key)
+        if floor is None:
+            if self.blank is None:
+                servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
+                self.blank = self.cluster.replace(servers=servers, jobs=(), scenarios=None)
+            inst = self.blank.replace(jobs=(problem_job(tj, iterations=1),))
+            share_derived(inst, self.blank)
+            floor = self.floors[key] = job_lower_bound(inst, 0)
+        return floor
 
     def _decide(self) -> None:
         """Place what waits; then the re-plan a ``freed`` or ``blocked`` event asks for."""

@@ -187,8 +187,8 @@ def test_bad_configurations_are_refused_with_every_problem():
     from placement.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError) as e:
-        SimConfig(knowledge="psychic", dynamics="chaos", decision_time_limit_s=float("nan"))
-    assert len(e.value.problems) == 3
+        SimConfig(knowledge="psychic", dynamics="chaos", decision_time_limit_s=float("nan"), patience=-1.0)
+    assert len(e.value.problems) == 4 and "patience" in e.value.problems[-1]
     c = cluster([Slowdown()] * 2)
     with pytest.raises(InvalidInputError, match="needs 8 GPUs; the cluster has 2"):
         simulate(c, one_job(8, 10), dynamics="none")
@@ -486,3 +486,48 @@ def test_on_two_servers_a_priced_move_helps_where_an_unpriced_one_hurts(tmp_path
     assert jct(20_000, replan="off") == (pytest.approx(5980.0), 0)
     # on by default: hourly, a 300 s restart, amortized prices (the first re-plan at 3,600 s)
     assert jct(20_000)[1] == 1
+
+
+def _fragments() -> Instance:
+    """s0 and s1 have one free GPU each (the other is someone else's); s2 has two."""
+    servers = (
+        Server("s0", 2, "A100", 2400.0, used_gpus=1),
+        Server("s1", 2, "A100", 2400.0, used_gpus=1),
+        Server("s2", 2, "A100", 2400.0),
+    )
+    return Instance("frag", servers, (), (Switch("tor"),), tuple(Link(s.id, "tor", 100.0) for s in servers))
+
+
+@pytest.mark.parametrize("iterations", [100_000, 10_000])
+def test_patience_waits_for_a_whole_server_only_as_long_as_the_spread_start_would_lose(iterations):
+    c = _fragments()
+    # s2 is busy for 100 s; at t = 1 a 2-GPU job could start at once, spread over s0 and s1
+    w = Workload(
+        (TraceJob("z", 0.0, 2, 1000, 100.0, 100.0), TraceJob("c", 1.0, 2, iterations, 100.0, 100.0)),
+        "fragments",
+        {},
+    )
+    common = dict(method="greedy", knowledge="oblivious", dynamics="none")
+    at_once = {r["job"]: r for r in simulate(c, w, **common).jobs}
+    patient = {r["job"]: r for r in simulate(c, w, **common, patience=1.0).jobs}
+    bw = cluster_of(c).bandwidth
+    spread_ms = 100.0 + comm_ms(_job(2), bw(["s0", "s1"]))
+    whole_ms = 100.0 + comm_ms(_job(2), bw(["s2"]))
+    lose_s = iterations * (spread_ms - whole_ms) / 1000.0  # what the spread start adds to the run
+    z_end = 1000 * whole_ms / 1000.0
+    assert at_once["c"]["start_s"] == 1.0 and at_once["c"]["placement"] == "s0:1 s1:1"
+    if lose_s > z_end - 1.0:  # worth waiting for s2: it starts there when z ends
+        assert patient["c"]["start_s"] == pytest.approx(z_end, rel=1e-12)
+        assert patient["c"]["placement"] == "s2:2"
+        assert patient["c"]["jct_s"] < at_once["c"]["jct_s"]
+    else:  # its patience runs out first: it starts spread, having waited what it would lose
+        assert patient["c"]["start_s"] == pytest.approx(1.0 + lose_s, rel=1e-9)
+        assert patient["c"]["placement"] == "s0:1 s1:1"
+    assert patient["z"] == at_once["z"]
+
+
+def test_patience_never_holds_a_job_when_nothing_runs_that_could_free_better_gpus():
+    c = _fragments()
+    w = Workload((TraceJob("c", 0.0, 3, 100_000, 100.0, 100.0),), "alone", {})
+    (row,) = simulate(c, w, method="greedy", knowledge="oblivious", dynamics="none", patience=5.0).jobs
+    assert row["start_s"] == 0.0
