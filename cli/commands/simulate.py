@@ -247,10 +247,10 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "--patience",
     type=FiniteRange(min=0),
-    default=0.0,
-    show_default=True,
+    default=None,
     help="Delay scheduling (ski rental): a job whose placement now is slower than its straggler-free best "
-    "waits for better GPUs, while jobs run, up to this many times the seconds it would lose; 0: start at once.",
+    "waits for better GPUs, while jobs run, up to this many times the seconds it would lose; 0: start at once "
+    "[default: 1 where running jobs re-plan, else 0].",
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
@@ -309,7 +309,7 @@ def simulate(
     restart_s: float,
     replan_price: str,
     move_margin: float | None,
-    patience: float,
+    patience: float | None,
     ratio_to: str,
     replan_events: str,
     replan_min_gap_s: float,

@@ -149,8 +149,7 @@ class _Simulation(Policy):
         self.first_offer: dict[str, float] = {}
         self.wake: dict[str, float] = {}
         self.held_room: dict[str, tuple[int, int]] = {}
-        self.waits = 0
-        """Decisions in which a placed job waited instead (patience)."""
+        self.waited: set[str] = set()
         self.floors: dict[tuple[object, ...], float] = {}
         self.blank: Instance | None = None
         self.restart_gpu_s = 0.0
@@ -468,6 +467,7 @@ class _Simulation(Policy):
             place_walls=self.place_walls,
             replans_by_bound=self.replans_by_bound,
             moves_repaid_alone=self.moves_repaid_alone,
+            jobs_waited=len(self.waited),
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):

@@ -40,6 +40,7 @@ def summarise(
     place_walls: Sequence[float] = (),
     replans_by_bound: int = 0,
     moves_repaid_alone: int = 0,
+    jobs_waited: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
@@ -47,7 +48,8 @@ def summarise(
     carry (at least one job); the GPU-hours moved jobs stood idle restarting; decision times
     of all decisions, of those that place queued jobs (``place_walls``) and of the re-plans
     (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search);
-    ``moves_repaid_alone``: the migrations whose own believed saving repaid their price."""
+    ``moves_repaid_alone``: the migrations whose own believed saving repaid their price;
+    ``jobs_waited``: the jobs the patience rule held back at least once."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -88,6 +90,7 @@ def summarise(
         "place_time_p99_s": float(np.percentile(place_walls, 99)) if len(place_walls) else None,
         "replans": len(replan_walls),
         "replans_by_bound": replans_by_bound,
+        "jobs_waited": jobs_waited,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,
     }

@@ -74,7 +74,8 @@ class Policy:
     """The earliest wake-up pushed for each waiting job."""
     held_room: dict[str, tuple[int, int]]
     """The free GPUs' shape (:meth:`_room`) when each waiting job was last held."""
-    waits: int
+    waited: set[str]
+    """The jobs that waited at least once (patience)."""
     floors: dict[tuple[object, ...], float]
     blank: Instance | None
 
@@ -229,18 +230,18 @@ class Policy:
         return room[0] > was[0] or room[1] > was[1]
 
     def _waits(self, r: Running) -> bool:
-        """The patience rule (:attr:`SimConfig.patience`, ski rental): whether ``r``, placed
+        """The patience rule (:attr:`SimConfig.wait_factor`, ski rental): whether ``r``, placed
         but not started, waits for better GPUs.  It may while jobs run (they will free GPUs)
         and its placement is slower than its straggler-free best on the idle cluster, until
         ``patience`` times the seconds that would add to its run have passed since it was
         first offered such a placement; a wake-up then makes it take what is free."""
         tj = r.tj
-        if self.cfg.patience <= 0 or not self.running:
+        if self.cfg.wait_factor <= 0 or not self.running:
             self._done_waiting(tj.id)
             return False
         extra_s = tj.iterations * (r.ideal_ms - self._ideal_floor_ms(tj)) / 1000.0
         first = self.first_offer.setdefault(tj.id, self.now)
-        until = first + self.cfg.patience * extra_s
+        until = first + self.cfg.wait_factor * extra_s
         if extra_s <= TIE_RTOL * tj.iterations * r.ideal_ms / 1000.0 or self.now >= until:
             self._done_waiting(tj.id)
             return False
@@ -248,7 +249,7 @@ class Policy:
         if not self.now < pending <= until:  # no wake-up due by ``until``: push one
             self.wake[tj.id] = until
             self._wake_at(until)
-        self.waits += 1
+        self.waited.add(tj.id)
         return True
 
     def _done_waiting(self, jid: str) -> None:

@@ -531,3 +531,12 @@ def test_patience_never_holds_a_job_when_nothing_runs_that_could_free_better_gpu
     w = Workload((TraceJob("c", 0.0, 3, 100_000, 100.0, 100.0),), "alone", {})
     (row,) = simulate(c, w, method="greedy", knowledge="oblivious", dynamics="none", patience=5.0).jobs
     assert row["start_s"] == 0.0
+
+
+def test_patience_is_on_by_default_only_in_the_proactive_loop():
+    from placement.simulation.config import PATIENCE
+
+    assert SimConfig(method="auto", knowledge="estimated").wait_factor == PATIENCE > 0
+    assert SimConfig(method="auto", replan="off").wait_factor == 0.0  # placement at arrival only
+    assert SimConfig(method="consolidate").wait_factor == 0.0  # baselines start jobs as soon as they fit
+    assert SimConfig(method="consolidate", patience=0.5).wait_factor == 0.5
