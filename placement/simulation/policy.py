@@ -223,7 +223,8 @@ class Policy:
 
     def _worth_offering(self, tj: TraceJob, room: tuple[int, int]) -> bool:
         """A waiting job is offered again once its patience is due, or once the free GPUs'
-        shape grew since it was held (:meth:`_room`): before, no placement could be better."""
+        shape grew since it was held (:meth:`_room`); until then, no server it could not have
+        had when it was held has room for it, and offering it again would mostly cost time."""
         was = self.held_room.get(tj.id)
         if was is None or self.wake[tj.id] <= self.now:
             return True
