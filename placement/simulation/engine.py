@@ -150,7 +150,7 @@ class _Simulation(Policy):
         self.wake: dict[str, float] = {}
         self.held_room: dict[str, tuple[int, int]] = {}
         self.waited: set[str] = set()
-        self.floors: dict[tuple[object, ...], float] = {}
+        self.floors: dict[str, float] = {}
         self.blank: Instance | None = None
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""

@@ -76,7 +76,7 @@ class Policy:
     """The free GPUs' shape (:meth:`_room`) when each waiting job was last held."""
     waited: set[str]
     """The jobs that waited at least once (patience)."""
-    floors: dict[tuple[object, ...], float]
+    floors: dict[str, float]
     blank: Instance | None
 
     def _running(
@@ -259,20 +259,10 @@ class Policy:
 
     def _ideal_floor_ms(self, tj: TraceJob) -> float:
         """``tj``'s least straggler-free iteration time on the idle cluster (a lower bound,
-        :func:`job_lower_bound` with every slowdown 1 and every GPU the cluster offers free), cached by shape."""
-        key = (
-            tj.workers,
-            tj.compute_ms,
-            tj.gradient_mb,
-            tuple(sorted(tj.gpu_speed.items())) if tj.gpu_speed else None,
-            tj.architecture,
-            tj.ps_shards,
-            tj.tp,
-            tj.pp,
-            tj.dp,
-            tj.microbatches,
-            tj.activation_mb,
-        )
+        :func:`job_lower_bound` with every slowdown 1 and every GPU the cluster offers free),
+        cached by the job's shape."""
+        # the job less what does not shape its placement (so new shape fields count too)
+        key = repr(dataclasses.replace(tj, id="", submit_s=0.0, iterations=1, model="", weight=1.0, deadline_s=None))
         floor = self.floors.get(key)
         if floor is None:
             if self.blank is None:
