@@ -23,7 +23,14 @@ from placement.errors import (
     InvalidInputError,
 )
 from placement.model.records import OBJECTIVES
-from placement.simulation.config import QUEUES, RATIO_TO, REPLAN_EVENTS, REPLAN_MODES, REPLAN_PRICES
+from placement.simulation.config import (
+    DECISION_TIME_LIMIT_S,
+    QUEUES,
+    RATIO_TO,
+    REPLAN_EVENTS,
+    REPLAN_MODES,
+    REPLAN_PRICES,
+)
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
 
@@ -98,7 +105,7 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
 @click.option(
     "--decision-time-limit",
     type=FiniteRange(min=0, min_open=True, max=3600),
-    default=0.5,
+    default=DECISION_TIME_LIMIT_S,
     show_default=True,
     help="Seconds per placement decision.",
 )

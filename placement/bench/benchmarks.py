@@ -36,6 +36,7 @@ from placement.methods.exact import run_exact
 from placement.methods.greedy import greedy
 from placement.model.records import Instance, Slowdown, Solution
 from placement.problem.shards import complete_shards
+from placement.simulation.config import DECISION_TIME_LIMIT_S
 from placement.solving.driver import moved_workers, solve
 from placement.solving.options import Options
 from placement.solving.registry import REGISTRY
@@ -454,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
     on.add_argument("--configs", default=",".join(ONLINE_CONFIGS), help="comma-separated")
     on.add_argument("--seeds", default="0,1,2,3,4")
     on.add_argument("--replan-price", default="amortized")
-    on.add_argument("--decision-time-limit", type=float, default=0.5)
+    on.add_argument("--decision-time-limit", type=float, default=DECISION_TIME_LIMIT_S)
     on.add_argument("--parallel", type=int, default=1)
     on.add_argument(
         "--set", action="append", default=[], metavar="FIELD=JSON", help="a SimConfig field for every run (repeatable)"

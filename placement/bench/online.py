@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from placement.simulation.config import DECISION_TIME_LIMIT_S
+
 __all__ = ["CELLS", "CONFIGS", "Cell", "bootstrap_mean", "paired_change", "bench_online"]
 
 BOOTSTRAP = 10_000
@@ -181,7 +183,7 @@ def bench_online(
     out: Path,
     *,
     replan_price: str = "amortized",
-    decision_time_limit_s: float = 0.5,
+    decision_time_limit_s: float = DECISION_TIME_LIMIT_S,
     extra: dict[str, Any] | None = None,
     parallel: int = 1,
     say: Callable[[str], None] = print,

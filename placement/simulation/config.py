@@ -73,6 +73,11 @@ starting at once would lose, the ski-rental rule that is never worse than twice 
 the two choices in hindsight.  On the whole cluster04 trace (1,024 GPUs, full for weeks) jobs
 that started as soon as they fit in number ran spread over the fragments of the servers, and
 their all-reduce kept the cluster full; see ``benchmarks/README.md``."""
+DECISION_TIME_LIMIT_S = 0.25
+"""Seconds per placement decision in the simulator (arrivals and re-plans alike).  At 0.5 s the
+whole cluster04 trace took 778-912 s of wall per estimated run, most of it priced re-plans whose
+local search ran to its limit; at 0.25 s it took 554-589 s with the same JCT within the seeds'
+spread (25,708 / 25,872 s against 25,644 / 26,134 s); see ``benchmarks/README.md``."""
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
@@ -129,7 +134,7 @@ class SimConfig:
     """``mixed`` dynamics: the share of each server's slow time spent persistently slow."""
     replay_path: str | None = None
     queue: str = "fifo"
-    decision_time_limit_s: float = 0.5
+    decision_time_limit_s: float = DECISION_TIME_LIMIT_S
     """Seconds per decision (placing the queue, or a re-plan); the benchmarks' setting."""
     prove: bool = False
     """``auto``'s decisions may spend their time on the exact model, which proves a placement
