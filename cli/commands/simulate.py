@@ -30,6 +30,7 @@ from placement.simulation.config import (
     REPLAN_EVENTS,
     REPLAN_MODES,
     REPLAN_PRICES,
+    REPLAN_SCOPES,
 )
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
 
@@ -245,6 +246,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     "--restart-s; gpu_time: remaining, by GPUs too; none: moves free.",
 )
 @click.option(
+    "--replan-scope",
+    type=click.Choice(REPLAN_SCOPES),
+    default="movers",
+    show_default=True,
+    help="amortized prices: movers: a re-plan searches only the running jobs that could repay a move of "
+    "their own (the rest keep their GPUs; an incremental re-plan); all: every running job.",
+)
+@click.option(
     "--move-margin",
     type=FiniteRange(min=0),
     default=None,
@@ -315,6 +324,7 @@ def simulate(
     max_moves: int | None,
     restart_s: float,
     replan_price: str,
+    replan_scope: str,
     move_margin: float | None,
     patience: float | None,
     ratio_to: str,
@@ -383,6 +393,7 @@ def simulate(
         "max_moves": max_moves,
         "restart_s": restart_s,
         "replan_price": replan_price,
+        "replan_scope": replan_scope,
         "move_margin": move_margin,
         "patience": patience,
         "ratio_to": ratio_to,

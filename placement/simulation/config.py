@@ -52,6 +52,12 @@ offers the queued jobs too, so compacting the running jobs counts), ``estimate``
 some server's believed mean by more than ``replan_threshold``, relative, since the last
 re-plan).  At most one event re-plan per ``replan_min_gap_s``."""
 REPLAN_MODES = ("on", "off")
+REPLAN_SCOPES = ("movers", "all")
+"""What a priced (``amortized``) re-plan searches: the running jobs that could repay a move of
+their own (``movers``, the default: a job whose believed time now is within its restart and
+margin of its bound with every free GPU its own stays where it is, on the GPUs it holds, out of
+the search), or every running job (``all``, the search may also move a job for others' sake).
+With the queue offered (``blocked`` events) every job is searched."""
 REPLAN_PRICES = ("amortized", "remaining", "gpu_time", "none")
 """How a re-plan prices moves.  ``amortized`` (the default): the objective stays the arrival
 decisions' expected iteration time ``sum_j w_j E[T_j]`` (ms) and a job that moves pays its
@@ -108,6 +114,7 @@ SUMMARY_FIELDS = (
     "place_time_p99_s",
     "replans",
     "replans_by_bound",
+    "replan_pinned_share",
     "jobs_waited",
     "replan_time_p99_s",
     "wall_s",
@@ -187,6 +194,8 @@ class SimConfig:
     """Most workers re-plans may move in any hour (``None``: no budget)."""
     replan_price: str = "amortized"
     """:data:`REPLAN_PRICES`."""
+    replan_scope: str = "movers"
+    """:data:`REPLAN_SCOPES`."""
     move_margin: float | None = None
     """``amortized`` prices: a move must also cut the job's believed expected iteration time
     by this share, what the beliefs cannot tell apart (``None``: :data:`MOVE_MARGIN` by
@@ -216,6 +225,8 @@ class SimConfig:
             problems.append(f"ratio_to must be one of {', '.join(RATIO_TO)}, got {self.ratio_to!r}")
         if self.replan_price not in REPLAN_PRICES:
             problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
+        if self.replan_scope not in REPLAN_SCOPES:
+            problems.append(f"replan_scope must be one of {', '.join(REPLAN_SCOPES)}, got {self.replan_scope!r}")
         if self.queue not in QUEUES:
             problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
         if self.objective not in OBJECTIVES:

@@ -144,6 +144,10 @@ class _Simulation(Policy):
         """A job started, finished or moved since the last re-plan."""
         self.replans_by_bound = 0
         """Re-plans settled by the bound (no job could repay a move) without a search."""
+        self.replan_seen = 0
+        """Running jobs the priced (amortized) re-plans looked at, one count per re-plan."""
+        self.replan_pinned = 0
+        """Of those, the jobs kept out of the search: they could not repay a move of their own."""
         self.moves_repaid_alone = 0
         """Moves whose own believed saving over the work left repaid their price (amortized)."""
         self.first_offer: dict[str, float] = {}
@@ -467,6 +471,7 @@ class _Simulation(Policy):
             place_walls=self.place_walls,
             replans_by_bound=self.replans_by_bound,
             moves_repaid_alone=self.moves_repaid_alone,
+            replan_pinned_share=self.replan_pinned / self.replan_seen if self.replan_seen else None,
             jobs_waited=len(self.waited),
             wall_s=wall,
         )

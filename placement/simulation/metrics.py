@@ -40,6 +40,7 @@ def summarise(
     place_walls: Sequence[float] = (),
     replans_by_bound: int = 0,
     moves_repaid_alone: int = 0,
+    replan_pinned_share: float | None = None,
     jobs_waited: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
@@ -49,6 +50,8 @@ def summarise(
     of all decisions, of those that place queued jobs (``place_walls``) and of the re-plans
     (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search);
     ``moves_repaid_alone``: the migrations whose own believed saving repaid their price;
+    ``replan_pinned_share``: of the running jobs the priced re-plans looked at, the share kept
+    out of the search (they could not repay a move of their own);
     ``jobs_waited``: the jobs the patience rule held back at least once."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
@@ -90,6 +93,7 @@ def summarise(
         "place_time_p99_s": float(np.percentile(place_walls, 99)) if len(place_walls) else None,
         "replans": len(replan_walls),
         "replans_by_bound": replans_by_bound,
+        "replan_pinned_share": replan_pinned_share,
         "jobs_waited": jobs_waited,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,

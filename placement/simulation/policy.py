@@ -67,6 +67,8 @@ class Policy:
     replan_means: np.ndarray | None
     placed_since_replan: bool
     replans_by_bound: int
+    replan_seen: int
+    replan_pinned: int
     moves_repaid_alone: int
     first_offer: dict[str, float]
     """When each waiting job was first offered a placement slower than its best (patience)."""
@@ -357,24 +359,38 @@ class Policy:
                 {r.tj.id: {ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
                 {r.tj.id: tuple(tuple(ids[sp] for sp in row) for row in r.stages) for r in runs if r.stages},
             )
-            hopeless = not offer
+            pinned: list[Running] = []  # can never repay a move of their own
             for r in runs:
                 rep = now_ms.jobs.get(r.tj.id)
                 if rep is None:
-                    hopeless = False
                     continue
                 # a move must also beat the estimates' resolution
                 restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
                 floor = job_lower_bound(inst, inst.job_pos[r.tj.id])
-                hopeless = hopeless and r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]
+                if r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]:
+                    pinned.append(r)
             was_ms = {j: rep.expected_iteration_ms for j, rep in now_ms.jobs.items()}
-            if hopeless:
+            self.replan_seen += len(runs)
+            if len(pinned) == len(runs) and not offer:
                 # no job could repay its move even with every GPU its own: staying is optimal
                 self.decision_walls.append(time.perf_counter() - w0)
                 self.replan_walls.append(self.decision_walls[-1])
                 self.replans_by_bound += 1
+                self.replan_pinned += len(pinned)
                 return
-            restart = {j: c for j, c in restart.items() if c > 0}
+            pinned = [r for r in pinned if restart[r.tj.id] > 0]  # a free move may make room
+            if pinned and not offer and self.cfg.replan_scope == "movers":
+                # an incremental re-plan: the jobs that cannot repay a move keep their GPUs
+                # and leave the search, which then moves only jobs that may pay for themselves
+                # (with the queue offered, they stay in: making room for it is the point)
+                self.replan_pinned += len(pinned)
+                keep = {r.tj.id for r in pinned}
+                for r in pinned:
+                    for sp, k in r.alloc.items():
+                        free[sp] -= k
+                runs = [r for r in runs if r.tj.id not in keep]
+                inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
+            restart = {r.tj.id: restart[r.tj.id] for r in runs if restart[r.tj.id] > 0}
         elif price != "none":  # each job by the work it has left; a move pays its restart once
             # gpu_time: a job's remaining time and its restart count once per GPU it holds
             tjs = [

@@ -274,6 +274,51 @@ def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_re
         SimConfig(replan_price="always")
 
 
+@pytest.mark.parametrize("scope", ["movers", "all"])
+def test_an_incremental_re_plan_leaves_out_the_jobs_that_cannot_repay_a_move(tmp_path, monkeypatch, scope):
+    """s0 turns 3x slow at t = 10 s. At the first re-plan (120 s) the long 2-worker job has
+    about 2,000 s left and may repay a 60 s restart; the one-worker job has 30 s left and
+    cannot, even on the best free GPU. ``movers`` keeps the latter out of the search on the
+    GPU it holds; ``all`` searches both. Either way the job that could not repay never moves."""
+    import placement.simulation.policy as policy
+
+    searched: list[set[str]] = []
+    real = policy.solve
+
+    def spy(inst, *args, **kwargs):
+        if "previous" in kwargs:  # a re-plan
+            searched.append({j.id for j in inst.jobs})
+        return real(inst, *args, **kwargs)
+
+    monkeypatch.setattr(policy, "solve", spy)
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
+    c = cluster([Slowdown()] * 4)
+    w = Workload((TraceJob("long", 0.0, 2, 20_000, 100.0, 1.0), TraceJob("tail", 0.0, 1, 1_500, 100.0, 1.0)), "two", {})
+    r = simulate(
+        c,
+        w,
+        method="local_search",
+        knowledge="clairvoyant",
+        dynamics="replay",
+        replay_path=str(p),
+        replan_every_s=120.0,
+        restart_s=60.0,
+        replan_scope=scope,
+    )
+    rows = {row["job"]: row for row in r.jobs}
+    assert searched and all("long" in ids for ids in searched)
+    if scope == "movers":
+        assert all("tail" not in ids for ids in searched)
+        assert r.summary["replan_pinned_share"] > 0
+    else:
+        assert "tail" in searched[0]
+    assert rows["tail"]["moves"] == 0
+    assert rows["long"]["moves"] >= 1 and "s0" not in rows["long"]["placement"]  # it left the slow server
+    with pytest.raises(InvalidInputError, match="replan_scope"):
+        SimConfig(replan_scope="some")
+
+
 def test_profiled_ratios_let_a_lone_worker_inform_the_estimates(tmp_path):
     """Divided by the job's median worker, a one-worker job tells nothing (its ratio is always 1)
     and is not logged; divided by its profiled straggler-free time, it shows its server's
