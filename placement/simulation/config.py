@@ -83,7 +83,8 @@ DECISION_TIME_LIMIT_S = 0.25
 """Seconds per placement decision in the simulator (arrivals and re-plans alike).  At 0.5 s the
 whole cluster04 trace took 778-912 s of wall per estimated run, most of it priced re-plans whose
 local search ran to its limit; at 0.25 s it took 554-589 s with the same JCT within the seeds'
-spread (25,708 / 25,872 s against 25,644 / 26,134 s); see ``benchmarks/README.md``."""
+spread (25,708 / 25,872 s against 25,644 / 26,134 s), and 445-461 s with incremental re-plans
+(:data:`REPLAN_SCOPES`); see ``benchmarks/README.md``."""
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
