@@ -251,7 +251,8 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     default="movers",
     show_default=True,
     help="amortized prices: movers: a re-plan searches only the running jobs that could repay a move of "
-    "their own (the rest keep their GPUs; an incremental re-plan); all: every running job.",
+    "their own (the rest keep their GPUs; an incremental re-plan); holders: those and the jobs on servers "
+    "with free GPUs or shared with them (they may step aside); all: every running job.",
 )
 @click.option(
     "--move-margin",

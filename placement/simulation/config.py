@@ -52,12 +52,14 @@ offers the queued jobs too, so compacting the running jobs counts), ``estimate``
 some server's believed mean by more than ``replan_threshold``, relative, since the last
 re-plan).  At most one event re-plan per ``replan_min_gap_s``."""
 REPLAN_MODES = ("on", "off")
-REPLAN_SCOPES = ("movers", "all")
+REPLAN_SCOPES = ("movers", "holders", "all")
 """What a priced (``amortized``) re-plan searches: the running jobs that could repay a move of
 their own (``movers``, the default: a job whose believed time now is within its restart and
 margin of its bound with every free GPU its own stays where it is, on the GPUs it holds, out of
-the search), or every running job (``all``, the search may also move a job for others' sake).
-With the queue offered (``blocked`` events) every job is searched."""
+the search); those and the jobs holding a fragment, on a server with free GPUs or shared with a
+job that may move (``holders``: they may step aside so that another consolidates); or every
+running job (``all``, the search may move any job for others' sake).  With the queue offered
+(``blocked`` events) every job is searched."""
 REPLAN_PRICES = ("amortized", "remaining", "gpu_time", "none")
 """How a re-plan prices moves.  ``amortized`` (the default): the objective stays the arrival
 decisions' expected iteration time ``sum_j w_j E[T_j]`` (ms) and a job that moves pays its

@@ -379,7 +379,13 @@ class Policy:
                 self.replan_pinned += len(pinned)
                 return
             pinned = [r for r in pinned if restart[r.tj.id] > 0]  # a free move may make room
-            if pinned and not offer and self.cfg.replan_scope == "movers":
+            if pinned and self.cfg.replan_scope == "holders":
+                # those holding a fragment stay in the search: on a server with free GPUs or
+                # shared with a job that may move, stepping aside may free a whole server
+                keep = {r.tj.id for r in pinned}
+                near = {sp for r in runs if r.tj.id not in keep for sp in r.alloc}
+                pinned = [r for r in pinned if not any(self.free[sp] > 0 or sp in near for sp in r.alloc)]
+            if pinned and not offer and self.cfg.replan_scope != "all":
                 # an incremental re-plan: the jobs that cannot repay a move keep their GPUs
                 # and leave the search, which then moves only jobs that may pay for themselves
                 # (with the queue offered, they stay in: making room for it is the point)

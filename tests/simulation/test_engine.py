@@ -274,12 +274,13 @@ def test_a_priced_re_plan_moves_a_job_only_when_its_remaining_work_repays_the_re
         SimConfig(replan_price="always")
 
 
-@pytest.mark.parametrize("scope", ["movers", "all"])
+@pytest.mark.parametrize("scope", ["movers", "holders", "all"])
 def test_an_incremental_re_plan_leaves_out_the_jobs_that_cannot_repay_a_move(tmp_path, monkeypatch, scope):
-    """s0 turns 3x slow at t = 10 s. At the first re-plan (120 s) the long 2-worker job has
-    about 2,000 s left and may repay a 60 s restart; the one-worker job has 30 s left and
-    cannot, even on the best free GPU. ``movers`` keeps the latter out of the search on the
-    GPU it holds; ``all`` searches both. Either way the job that could not repay never moves."""
+    """Three 2-GPU servers; s0, under the 2-worker job, turns 3x slow at t = 10 s. At the
+    first re-plan (120 s) that job has about 2,000 s left and may repay a 60 s restart; the
+    one-worker job has 30 s left and cannot, even on the best free GPU. ``movers`` keeps the
+    latter out of the search on the GPU it holds; ``holders`` and ``all`` search it too (it
+    holds half a server). Either way the job that could not repay never moves."""
     import placement.simulation.policy as policy
 
     searched: list[set[str]] = []
@@ -293,7 +294,7 @@ def test_an_incremental_re_plan_leaves_out_the_jobs_that_cannot_repay_a_move(tmp
     monkeypatch.setattr(policy, "solve", spy)
     p = tmp_path / "replay.csv"
     p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
-    c = cluster([Slowdown()] * 4)
+    c = cluster([Slowdown()] * 3, gpus=2)
     w = Workload((TraceJob("long", 0.0, 2, 20_000, 100.0, 1.0), TraceJob("tail", 0.0, 1, 1_500, 100.0, 1.0)), "two", {})
     r = simulate(
         c,
