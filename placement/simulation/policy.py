@@ -16,7 +16,7 @@ import numpy as np
 
 from placement.evaluation import evaluate
 from placement.evaluation.bounds import job_lower_bound
-from placement.model.records import Instance, Slowdown
+from placement.model.records import Instance, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
@@ -116,13 +116,10 @@ class Policy:
         if self.stale:
             self._refit()
         left = remaining or {}
-        servers = tuple(
-            dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.belief.servers)
-        )
         scen = self.belief.scenarios
         inst = Instance(
             name=f"{self.cluster.name}@{self.now:.0f}s",
-            servers=servers,
+            servers=self._believed_servers(free),
             jobs=tuple(
                 problem_job(
                     j,
@@ -143,6 +140,12 @@ class Policy:
         else:
             share_derived(inst, self.template)
         return inst
+
+    def _believed_servers(self, free: np.ndarray) -> tuple[Server, ...]:
+        """The believed servers with ``free`` GPUs each."""
+        return tuple(
+            dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.belief.servers)
+        )
 
     def _forecast(self, horizon_s: float) -> Mapping[str, Slowdown]:
         """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
@@ -395,7 +398,10 @@ class Policy:
                     for sp, k in r.alloc.items():
                         free[sp] -= k
                 runs = [r for r in runs if r.tj.id not in keep]
-                inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
+                # the movers' jobs as built above, on the GPUs the pinned jobs leave
+                jobs = tuple(j for j in inst.jobs if j.id not in keep)
+                inst = inst.replace(servers=self._believed_servers(free), jobs=jobs)
+                share_derived(inst, self.template or inst)
             restart = {r.tj.id: restart[r.tj.id] for r in runs if restart[r.tj.id] > 0}
         elif price != "none":  # each job by the work it has left; a move pays its restart once
             # gpu_time: a job's remaining time and its restart count once per GPU it holds
