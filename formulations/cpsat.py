@@ -39,6 +39,9 @@ from placement.solving.budget import Budget
 __all__ = ["CpSatBackend", "Scale", "add_capacity_rows", "STATUS_TABLE"]
 
 _MAX_ACTIVITY = 2**61
+WALL_SAFETY = 4.0
+"""Under a work clock (``solve(..., clock="work")``) CP-SAT stops on its deterministic time
+(one worker: repeatable), with this many times as much wall time as a safety."""
 
 
 @dataclass(frozen=True)
@@ -370,6 +373,9 @@ class CpSatBackend:
         def solver() -> Any:
             s = cp_model.CpSolver()
             s.parameters.max_time_in_seconds = max(0.05, budget.left())
+            if budget.clock is not None and threads == 1:  # repeatable: CP-SAT's deterministic time
+                s.parameters.max_deterministic_time = max(0.05, budget.left())
+                s.parameters.max_time_in_seconds = WALL_SAFETY * max(0.05, budget.left())
             s.parameters.num_workers = threads
             s.parameters.random_seed = seed
             if threads > 1:

@@ -494,7 +494,7 @@ class MilpBackend:
         shards: Assignment | None = None
         while True:
             st, b, solver_bound, proven_w = _solve(
-                index, self.solver, budget.end, threads, start if self.warm else None, path
+                index, self.solver, time.monotonic() + budget.left(), threads, start if self.warm else None, path
             )
             if solver_bound is not None:
                 bound = solver_bound if bound is None else max(bound, solver_bound)

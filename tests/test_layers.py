@@ -253,6 +253,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.simulation.dynamics.markov": ("simulation/test_dynamics.py", '"markov"'),
     "placement.simulation.dynamics.mixed": ("simulation/test_dynamics.py", '"mixed"'),
     "placement.simulation.dynamics.none": ("simulation/test_dynamics.py", '"none"'),
+    "placement.simulation.dynamics.onset": ("simulation/test_dynamics.py", '"onset"'),
     "placement.simulation.dynamics.replay": ("simulation/test_dynamics.py", "read_replay"),
     "placement.simulation.dynamics.static": ("simulation/test_dynamics.py", '"static"'),
     "placement.simulation.workload.bundled": ("simulation/test_workload.py", "elasticflow-cluster"),
@@ -262,7 +263,6 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.simulation.runner": ("cli/test_simulate.py", "runs.jsonl"),
     "placement.simulation.worker": ("cli/test_simulate.py", "runs.jsonl"),
     "placement.solving.backend": ("methods/test_exact.py", "Termination"),
-    "placement.solving.budget": ("methods/test_exact.py", "Budget"),
     "placement.solving.driver": ("solving/test_registry.py", "solve("),
     "placement.solving.options": ("methods/test_exact.py", "Options("),
 }

@@ -24,6 +24,7 @@ from placement.errors import (
 )
 from placement.model.records import OBJECTIVES
 from placement.simulation.config import (
+    CHANGE_POINTS,
     DECISION_TIME_LIMIT_S,
     QUEUES,
     RATIO_TO,
@@ -33,6 +34,7 @@ from placement.simulation.config import (
     REPLAN_SCOPES,
 )
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
+from placement.solving.budget import CLOCKS
 
 
 @click.command()
@@ -57,7 +59,10 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     help="Comma-separated: oracle, estimated, oblivious, clairvoyant (a reference).",
 )
 @click.option(
-    "--dynamics", default="markov", show_default=True, help="Comma-separated: none, static, markov, mixed, replay."
+    "--dynamics",
+    default="markov",
+    show_default=True,
+    help="Comma-separated: none, static, markov, mixed, onset, replay.",
 )
 @click.option(
     "--replay",
@@ -71,14 +76,15 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     type=FiniteRange(30, 36000),
     default=600.0,
     show_default=True,
-    help="Median length of a slow episode (markov, mixed).",
+    help="Median length of a slow episode (markov, mixed, onset).",
 )
 @click.option(
     "--persistent-share",
     type=FiniteRange(0, 1),
     default=0.5,
     show_default=True,
-    help="With --dynamics mixed: the share of each server's slow time spent persistently slow.",
+    help="With --dynamics mixed: the share of each server's slow time spent persistently slow; onset: "
+    "in fail-slow regimes of hours.",
 )
 @click.option(
     "--queue",
@@ -109,6 +115,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     default=DECISION_TIME_LIMIT_S,
     show_default=True,
     help="Seconds per placement decision.",
+)
+@click.option(
+    "--decision-clock",
+    type=click.Choice(CLOCKS),
+    default="wall",
+    show_default=True,
+    help="What --decision-time-limit counts: wall seconds, or work (each budget check of a method is a fixed "
+    "tick): decisions then stop after the same steps on any machine, and a run is repeatable.",
 )
 @click.option(
     "--prove/--no-prove",
@@ -246,6 +260,14 @@ from placement.simulation.workload import FORMATS as TRACE_FORMATS
     "--restart-s; gpu_time: remaining, by GPUs too; none: moves free.",
 )
 @click.option(
+    "--change-points",
+    type=click.Choice(CHANGE_POINTS),
+    default="off",
+    show_default=True,
+    help="Knowledge estimated: bocpd forgets what a server showed before its law last changed (Bayesian "
+    "online change-point detection on its looks); off weighs the whole estimate window.",
+)
+@click.option(
     "--replan-scope",
     type=click.Choice(REPLAN_SCOPES),
     default="movers",
@@ -306,6 +328,7 @@ def simulate(
     objective: str,
     plan_by: str,
     decision_time_limit: float,
+    decision_clock: str,
     prove: bool,
     round_s: float | None,
     estimate_every_s: float,
@@ -325,6 +348,7 @@ def simulate(
     max_moves: int | None,
     restart_s: float,
     replan_price: str,
+    change_points: str,
     replan_scope: str,
     move_margin: float | None,
     patience: float | None,
@@ -387,6 +411,7 @@ def simulate(
         "objective": objective,
         "decision_time_limit_s": decision_time_limit,
         "prove": prove,
+        "decision_clock": decision_clock,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,
@@ -395,6 +420,7 @@ def simulate(
         "restart_s": restart_s,
         "replan_price": replan_price,
         "replan_scope": replan_scope,
+        "change_points": change_points,
         "move_margin": move_margin,
         "patience": patience,
         "ratio_to": ratio_to,

@@ -14,6 +14,8 @@ rung of the ladder that separates the effects:
 - ``oracle``: ``auto``, the true distributions, re-planning (straggler avoidance);
 - ``proactive``: ``auto``, estimated knowledge, re-planning (what a user can run: the
   defaults of ``placement simulate -m auto --knowledge estimated``);
+- ``proactive-cp``: ``proactive`` whose estimator forgets what a server showed before its law
+  last changed (``--change-points bocpd``);
 - ``clairvoyant``: ``auto`` with the hidden state now and its law (forecasts over each job's
   horizon), re-planning with free moves: what prediction could reach at most.
 
@@ -73,6 +75,7 @@ CELLS: dict[str, Cell] = {
         ),
         Cell("cluster04-pod256-static", "pod256", "elasticflow-cluster04", "static", dict(WINDOW)),
         Cell("cluster04-pod256-mixed", "pod256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
+        Cell("cluster04-pod256-onset", "pod256", "elasticflow-cluster04", "onset", dict(WINDOW)),
         Cell("cluster03-pod256-markov", "pod256", "elasticflow-cluster03", "markov", dict(WINDOW)),
         Cell("cluster04-hetero256-mixed", "hetero256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
         Cell("cluster04-all-1024-markov", "pod1024", "elasticflow-cluster04", "markov", {}),
@@ -97,9 +100,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "defrag-none": {"method": "auto", "knowledge": "oblivious", **REPLAN, "dynamics": "none"},
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
     "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
+    "proactive-cp": {"method": "auto", "knowledge": "estimated", **REPLAN, "change_points": "bocpd"},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
-REMOVED: tuple[str, ...] = ("oracle", "proactive", "clairvoyant")
+REMOVED: tuple[str, ...] = ("oracle", "proactive", "proactive-cp", "clairvoyant")
 """The configurations whose share removed of oblivious knowledge's straggler inflation with
 re-planning (``(defrag - x) / (defrag - defrag-none)``, per seed) is reported."""
 EFFECTS: tuple[tuple[str, str, str], ...] = (
@@ -109,6 +113,7 @@ EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("defragmentation (re-planning, oblivious)", "defrag", "consolidate"),
     ("straggler avoidance (oracle, re-planning)", "oracle", "defrag"),
     ("estimation (estimated against oracle)", "proactive", "oracle"),
+    ("change-point detection (bocpd against the whole window)", "proactive-cp", "proactive"),
     ("headroom (clairvoyant, free moves, against proactive)", "clairvoyant", "proactive"),
 )
 SMALL_GPUS = 8

@@ -14,8 +14,6 @@ With ``prove=False`` the exact step is skipped.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from placement.errors import MethodUnavailableError
@@ -78,9 +76,9 @@ def auto(instance: Instance, opts: Options) -> Outcome:
     rough = _rough_size(instance)
     quick, took = None, 0.0
     if instance.admission == "all" and rough > AUTO_QUICK_SIZE:
-        began = time.monotonic()
+        began = opts.budget.now()
         st, rounds = quick_greedy(instance, opts)
-        took = time.monotonic() - began
+        took = opts.budget.now() - began
         path.append("auto:quick_greedy" + (f"({rounds} rounds)" if rounds > 1 else ""))
         quick = Outcome(st.assignment(), shards=st.shard_assignment()) if st.complete else None
     g = quick or greedy(instance, opts)

@@ -8,7 +8,6 @@ when re-planning, the move budget and price.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -431,11 +430,11 @@ def bound_then_improve(
     offer(best, shards)
     bound = None
     if instance.admission == "all":
-        began = time.monotonic()
+        began = opts.budget.now()
         lp = transport_lp(
             instance, time_limit_s=max(0.5, LP_SHARE * opts.budget.left()), start=best, class_step=class_step
         )
-        took = time.monotonic() - began
+        took = opts.budget.now() - began
         bound = lp.bound
         if bound is not None and label:
             path.append(f"{label}transport_bound")

@@ -10,12 +10,14 @@ from typing import Any
 from placement.errors import InvalidInputError, PlacementError
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
+from placement.solving.budget import CLOCKS
 from placement.solving.registry import get_method
 
 __all__ = [
     "SimConfig",
     "SimResult",
     "KNOWLEDGE",
+    "CHANGE_POINTS",
     "MOVE_MARGIN",
     "PATIENCE",
     "PLAN_BY",
@@ -60,6 +62,10 @@ the search); those and the jobs holding a fragment, on a server with free GPUs o
 job that may move (``holders``: they may step aside so that another consolidates); or every
 running job (``all``, the search may move any job for others' sake).  With the queue offered
 (``blocked`` events) every job is searched."""
+CHANGE_POINTS = ("off", "bocpd")
+"""``estimated`` knowledge: whether the estimator forgets what a server showed before its law
+last changed (``bocpd``: Bayesian online change-point detection on each server's looks,
+:mod:`placement.simulation.changepoint`) or weighs the whole estimate window (``off``)."""
 REPLAN_PRICES = ("amortized", "remaining", "gpu_time", "none")
 """How a re-plan prices moves.  ``amortized`` (the default): the objective stays the arrival
 decisions' expected iteration time ``sum_j w_j E[T_j]`` (ms) and a job that moves pays its
@@ -118,6 +124,7 @@ SUMMARY_FIELDS = (
     "replans",
     "replans_by_bound",
     "replan_pinned_share",
+    "change_points_found",
     "jobs_waited",
     "replan_time_p99_s",
     "wall_s",
@@ -141,11 +148,17 @@ class SimConfig:
     dynamics: str = "markov"
     episode_median_s: float = EPISODE_MEDIAN_S
     persistent_share: float = PERSISTENT_SHARE
-    """``mixed`` dynamics: the share of each server's slow time spent persistently slow."""
+    """``mixed`` dynamics: the share of each server's slow time spent persistently slow;
+    ``onset``: spent in fail-slow regimes of hours."""
     replay_path: str | None = None
     queue: str = "fifo"
     decision_time_limit_s: float = DECISION_TIME_LIMIT_S
     """Seconds per decision (placing the queue, or a re-plan); the benchmarks' setting."""
+    decision_clock: str = "wall"
+    """What ``decision_time_limit_s`` is counted on (:data:`~placement.solving.budget.CLOCKS`):
+    the wall clock, or a work clock (``work``: each budget check of a method is
+    ``WORK_TICK_S`` seconds, so decisions stop after the same steps on any machine, loaded or
+    not, and a run is repeatable; see :func:`placement.solve`)."""
     prove: bool = False
     """``auto``'s decisions may spend their time on the exact model, which proves a placement
     optimal (:func:`placement.solve`'s ``prove``).  Off by default: on the first 1,500 jobs of
@@ -174,6 +187,8 @@ class SimConfig:
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
+    change_points: str = "off"
+    """:data:`CHANGE_POINTS`."""
     ratio_to: str = "profiled"
     """:data:`RATIO_TO`: what a logged worker time is divided by (the job's straggler-free time,
     or its median worker's)."""
@@ -228,6 +243,10 @@ class SimConfig:
             problems.append(f"ratio_to must be one of {', '.join(RATIO_TO)}, got {self.ratio_to!r}")
         if self.replan_price not in REPLAN_PRICES:
             problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
+        if self.decision_clock not in CLOCKS:
+            problems.append(f"decision_clock must be one of {', '.join(CLOCKS)}, got {self.decision_clock!r}")
+        if self.change_points not in CHANGE_POINTS:
+            problems.append(f"change_points must be one of {', '.join(CHANGE_POINTS)}, got {self.change_points!r}")
         if self.replan_scope not in REPLAN_SCOPES:
             problems.append(f"replan_scope must be one of {', '.join(REPLAN_SCOPES)}, got {self.replan_scope!r}")
         if self.queue not in QUEUES:

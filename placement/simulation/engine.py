@@ -30,10 +30,11 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, estimate_from_ratios
+from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, bin_index, estimate_from_ratios
 from placement.model.records import Instance, Slowdown
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
+from placement.simulation.changepoint import ChangePoints
 from placement.simulation.config import (
     KNOWLEDGE,
     PLAN_BY,
@@ -44,7 +45,7 @@ from placement.simulation.config import (
     SimResult,
     SimulationError,
 )
-from placement.simulation.dynamics import hidden_truth
+from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, IterationLog
@@ -176,6 +177,9 @@ class _Simulation(Policy):
         else:
             log_path = None
         self.logs = IterationLog([j.id for j in self.jobs], self.server_ids, cfg.estimate_window_s, log_path)
+        self.detector: ChangePoints | None = None
+        if cfg.knowledge == "estimated" and cfg.change_points == "bocpd":
+            self.detector = ChangePoints(self.n, math.ceil(cfg.estimate_window_s / cfg.estimate_every_s) + 1)
 
     # ------------------------------------------------------------ events
     def push(self, t: float, kind: int, data: Any = None) -> None:
@@ -411,6 +415,14 @@ class _Simulation(Policy):
             rows["duration"] += d.tolist()
             rows["ratio"] += ratio.tolist()
         self.logs.append(self.now, rows)
+        if self.detector is not None and rows["server"]:
+            sp = np.asarray(rows["server"])
+            cnt = np.bincount(sp, minlength=self.n)
+            looked = np.flatnonzero(cnt)
+            look = np.bincount(sp, weights=rows["ratio"], minlength=self.n)[looked] / cnt[looked]
+            was = self.belief.forecaster
+            episode = was.mean_episode_s if was is not None else EPISODE_MEDIAN_S  # a prior, not the truth
+            self.detector.update(self.now, looked, bin_index(look) > 0, episode)
 
     def _observe(self) -> None:
         """An estimate tick: log what the running jobs show now, drop what fell out of the
@@ -423,6 +435,9 @@ class _Simulation(Policy):
     def _refit(self) -> None:
         self.stale = False
         lg = self.logs.window()
+        kept = None
+        if self.detector is not None:  # forget what a server showed before its law changed
+            kept = self.detector.kept([c["server"] for _, c in self.logs.chunks])
         forecasting = self.cfg.plan_by == "forecast"
         # forecasts: each server's long-run law (every look weighs the same) and its last look
         half_life, weights, strength = HALF_LIFE, None, PRIOR_STRENGTH
@@ -435,6 +450,8 @@ class _Simulation(Policy):
             weights = np.concatenate(per_look) * (
                 was.look_weight(self.cfg.estimate_every_s) if was is not None else LOOK_WEIGHT_FIRST
             )
+        if kept is not None:
+            weights = kept if weights is None else weights * kept
         est, _ = estimate_from_ratios(
             lg["job"],
             lg["server"],
@@ -472,6 +489,7 @@ class _Simulation(Policy):
             replans_by_bound=self.replans_by_bound,
             moves_repaid_alone=self.moves_repaid_alone,
             replan_pinned_share=self.replan_pinned / self.replan_seen if self.replan_seen else None,
+            change_points_found=self.detector.found if self.detector is not None else None,
             jobs_waited=len(self.waited),
             wall_s=wall,
         )

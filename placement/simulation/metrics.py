@@ -41,6 +41,7 @@ def summarise(
     replans_by_bound: int = 0,
     moves_repaid_alone: int = 0,
     replan_pinned_share: float | None = None,
+    change_points_found: int | None = None,
     jobs_waited: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
@@ -51,7 +52,8 @@ def summarise(
     (``replan_walls``; ``replans_by_bound`` of them settled by the bound, without a search);
     ``moves_repaid_alone``: the migrations whose own believed saving repaid their price;
     ``replan_pinned_share``: of the running jobs the priced re-plans looked at, the share kept
-    out of the search (they could not repay a move of their own);
+    out of the search (they could not repay a move of their own); ``change_points_found``: the
+    changes of a server's law the change-point detector found (``None`` without one);
     ``jobs_waited``: the jobs the patience rule held back at least once."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
@@ -94,6 +96,7 @@ def summarise(
         "replans": len(replan_walls),
         "replans_by_bound": replans_by_bound,
         "replan_pinned_share": replan_pinned_share,
+        "change_points_found": change_points_found,
         "jobs_waited": jobs_waited,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,

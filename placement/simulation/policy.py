@@ -154,7 +154,7 @@ class Policy:
         if f is None:
             out = {}
             for sp, sid in enumerate(self.server_ids):
-                values, probs = self.truth.forecast(sp, float(self.S[sp]), horizon_s)
+                values, probs = self.truth.forecast(sp, float(self.S[sp]), horizon_s, self.now)
                 out[sid] = Slowdown(values, probs)
             f = self.forecasts[horizon_s] = MappingProxyType(out)
         return f
@@ -197,7 +197,12 @@ class Policy:
         inst = self._decision_instance(offer, self.free)
         w0 = time.perf_counter()
         sol = solve(
-            inst, self.cfg.method, time_limit_s=self.cfg.decision_time_limit_s, seed=self.cfg.seed, prove=self.cfg.prove
+            inst,
+            self.cfg.method,
+            time_limit_s=self.cfg.decision_time_limit_s,
+            seed=self.cfg.seed,
+            prove=self.cfg.prove,
+            clock=self.cfg.decision_clock,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         self.place_walls.append(self.decision_walls[-1])
@@ -426,6 +431,7 @@ class Policy:
             max_moves=budget,
             restart_cost=restart or None,
             prove=self.cfg.prove,
+            clock=self.cfg.decision_clock,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         self.replan_walls.append(self.decision_walls[-1])

@@ -23,7 +23,7 @@ from placement.model.records import Assignment, Instance, Solution, Stages, Stat
 from placement.problem.hybrid import complete_stages
 from placement.problem.rules import moves
 from placement.problem.shards import complete_shards
-from placement.solving.budget import Budget
+from placement.solving.budget import CLOCKS, Budget, WorkClock
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import REGISTRY, get_method
 
@@ -65,6 +65,7 @@ def solve(
     restart_cost: Mapping[str, float] | None = None,
     progress: Callable[[str, float | None, float | None], None] | None = None,
     prove: bool = True,
+    clock: str = "wall",
 ) -> Solution:
     """Place the jobs of ``instance`` with ``method`` and return a checked :class:`Solution`.
 
@@ -86,6 +87,11 @@ def solve(
     placement is not valid) and its best bound so far (valid for the true objective).
     ``prove=False``: ``auto`` skips its exact model (whose time buys a proof of optimality)
     and keeps to heuristics and bounds, for decisions that will be revisited (a simulation's).
+    ``clock="work"``: ``time_limit_s`` is counted on a :class:`~placement.solving.budget.WorkClock`
+    (each budget check of a method is ``WORK_TICK_S`` seconds), not the wall clock, so the
+    heuristics stop after the same steps on any machine: with one thread the result is
+    repeatable (CP-SAT stops on its deterministic time; a MILP or LP backend that hits its
+    limit still stops on the wall clock).
 
     Raises :class:`~placement.errors.UnknownMethodError` (listing the valid names) or
     :class:`~placement.errors.MethodUnavailableError`; outcomes such as infeasibility are
@@ -99,6 +105,8 @@ def solve(
     ):
         if not ok or isinstance(value, bool):
             raise ValueError(f"The {name!r} parameter of solve must be positive. Got {value!r} instead.")
+    if clock not in CLOCKS:
+        raise ValueError(f"The 'clock' parameter of solve must be one of {', '.join(CLOCKS)}. Got {clock!r} instead.")
     if not spec.available:
         raise MethodUnavailableError(f"method {spec.name!r} needs {', '.join(spec.requires)}, which is not installed")
     if previous is not None and not spec.replans:
@@ -128,7 +136,7 @@ def solve(
         seed=seed % SEED_MODULUS,
         threads=threads,
         start=start,
-        budget=Budget(t0 + float(time_limit_s)),
+        budget=Budget(t0 + float(time_limit_s)) if clock == "wall" else Budget.seconds(time_limit_s, WorkClock()),
         previous=previous,
         previous_shards=previous_shards,
         max_moves=max_moves,

@@ -48,9 +48,9 @@ def time_at_values(series: Dynamics, horizon: float) -> np.ndarray:
 
 
 def test_the_table_names_every_model_and_the_config_and_cli_read_it():
-    assert set(DYNAMICS) == {"none", "static", "markov", "mixed", "replay"}
+    assert set(DYNAMICS) == {"none", "static", "markov", "mixed", "onset", "replay"}
     assert all(issubclass(cls, Dynamics) and cls.name == name for name, cls in DYNAMICS.items())
-    with pytest.raises(InvalidInputError, match="dynamics must be one of none, static, markov, mixed, replay"):
+    with pytest.raises(InvalidInputError, match="dynamics must be one of none, static, markov, mixed, onset, replay"):
         SimConfig(dynamics="bursty")
     with pytest.raises(InvalidInputError, match="persistent_share"):
         SimConfig(dynamics="mixed", persistent_share=1.5)
@@ -124,9 +124,61 @@ def test_mixed_with_no_persistent_share_is_markov_in_law():
     assert abs(a.mean() - b.mean()) / 3e5 <= 0.01
 
 
+@pytest.mark.parametrize("ps", [0.3, 0.7])
+def test_onset_keeps_each_servers_long_run_law_with_a_share_of_slow_time_in_regimes_of_hours(ps):
+    from placement.simulation.dynamics.onset import REGIME, REGIME_MEDIAN_S, REGIME_MIN_S
+
+    d = Slowdown((1.0, 2.0, 3.0), (0.7, 0.2, 0.1))
+    c = cluster([d] * 40)
+    series = hidden_truth(c, "onset", seed=5, episode_median_s=300.0, persistent_share=ps)
+    s = series.start()
+    horizon = 3e7
+    slow = np.zeros(series.n)
+    regime = np.zeros(series.n)
+    last = np.zeros(series.n)
+    kind = [series.kind_at(sp, 0.0) for sp in range(series.n)]
+    lengths = []
+    for t, changes in series.changes(s.copy()):
+        if t >= horizon:
+            break
+        for ch in changes:
+            sp = ch.server
+            if s[sp] > 1.0:
+                slow[sp] += t - last[sp]
+                if kind[sp] == REGIME:
+                    regime[sp] += t - last[sp]
+                    lengths.append(t - last[sp])
+            kind[sp] = series.kind_at(sp, t)  # the period that begins now
+            last[sp], s[sp] = t, ch.value
+    # the fleet's slow share is the law's; the share of it in regimes is ps
+    share = slow.sum() / (series.n * horizon)
+    assert abs(share - 0.3) <= 0.02, share
+    assert abs(regime.sum() / slow.sum() - ps) <= 0.05
+    # regimes last hours: none under an hour, the median near the law's
+    assert min(lengths) >= REGIME_MIN_S
+    assert 0.8 * REGIME_MEDIAN_S <= float(np.median(lengths)) <= 1.25 * REGIME_MEDIAN_S
+
+
+def test_the_onset_forecast_expects_a_regime_to_last_and_an_episode_to_end():
+    from placement.simulation.dynamics.onset import EPISODE, REGIME
+
+    c = cluster([Slowdown((1.0, 3.0), (0.8, 0.2))])
+    o = hidden_truth(c, "onset", seed=0)
+    o.kinds[0] = [(0.0, REGIME)]
+    in_regime = dict(zip(*o.forecast(0, 3.0, 3600.0, at_s=10.0)))[3.0]
+    o.kinds[0] = [(0.0, EPISODE)]
+    in_episode = dict(zip(*o.forecast(0, 3.0, 3600.0, at_s=10.0)))[3.0]
+    assert in_regime > 0.75 > 0.5 > in_episode
+    far = dict(zip(*o.forecast(0, 1.0, 1e9, at_s=10.0)))
+    assert far[3.0] == pytest.approx(0.2, abs=1e-3)
+    # the kind is the one the clock is in: a period drawn ahead has not begun
+    o.kinds[0] = [(0.0, REGIME), (100.0, EPISODE)]
+    assert o.kind_at(0, 50.0) == REGIME and o.kind_at(0, 100.0) == EPISODE
+
+
 def test_a_models_series_depends_on_its_seed_only():
     c = cluster([Slowdown((1.0, 2.0), (0.8, 0.2))] * 20)
-    for kind in ("static", "markov", "mixed"):
+    for kind in ("static", "markov", "mixed", "onset"):
         a, b = hidden_truth(c, kind, seed=4), hidden_truth(c, kind, seed=4)
         sa, sb = a.start(), b.start()
         assert (sa == sb).all()

@@ -7,6 +7,8 @@ scheduler.  One module per model, and :data:`DYNAMICS`, the name -> class table 
 - ``markov`` (:mod:`.markov`): normal periods and slow episodes of a lognormal length law;
 - ``mixed`` (:mod:`.mixed`): a hidden few servers persistently slow, the rest in episodes,
   each server's long-run law unchanged;
+- ``onset`` (:mod:`.onset`): episodes, and now and then a fail-slow regime of hours that
+  changes a server's law until it heals;
 - ``replay`` (:mod:`.replay`): per-server series from a CSV.
 
 A new model is a :class:`~.base.Dynamics` subclass (``start`` and ``changes``) added to the
@@ -33,6 +35,7 @@ from placement.simulation.dynamics.base import (
 from placement.simulation.dynamics.markov import Markov
 from placement.simulation.dynamics.mixed import Mixed
 from placement.simulation.dynamics.none import NoSlowdown
+from placement.simulation.dynamics.onset import Onset
 from placement.simulation.dynamics.replay import Replay, read_replay
 from placement.simulation.dynamics.static import Static
 
@@ -52,7 +55,7 @@ __all__ = [
     "read_replay",
 ]
 
-DYNAMICS: dict[str, type[Dynamics]] = {m.name: m for m in (NoSlowdown, Static, Markov, Mixed, Replay)}
+DYNAMICS: dict[str, type[Dynamics]] = {m.name: m for m in (NoSlowdown, Static, Markov, Mixed, Onset, Replay)}
 
 
 def hidden_truth(

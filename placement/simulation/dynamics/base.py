@@ -42,7 +42,8 @@ EPISODE_SIGMA = 1.0
 EPISODE_MIN_S = 30.0
 EPISODE_MAX_S = 36_000.0
 PERSISTENT_SHARE = 0.5
-"""``mixed``: the share of each server's slow time that comes from being persistently slow."""
+"""``mixed``: the share of each server's slow time that comes from being persistently slow
+(``onset``: from fail-slow regimes)."""
 
 
 @dataclass(frozen=True)
@@ -171,8 +172,12 @@ class Dynamics:
             yield t, [Change(t, sp, float(self.table[sp, k])) for sp in range(self.n)]
 
     # ----------------------------------------------------------- forecast
-    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """What server ``sp``, at value ``now``, shows over the next ``horizon_s`` seconds:
+    def forecast(
+        self, sp: int, now: float, horizon_s: float, at_s: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """What server ``sp``, at value ``now`` at time ``at_s`` (the clock, for a model whose
+        hidden state is more than the value: ``None``, the latest), shows over the next
+        ``horizon_s`` seconds:
         the time-averaged law of its slowdown, as ``(values, probs)``.  The base model's
         answer is the current value for ever (right for ``none``, ``static`` and a
         ``replay`` whose future is unknown); a model with episodes mixes the current value

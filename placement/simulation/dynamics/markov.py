@@ -68,7 +68,9 @@ class Markov(Dynamics):
         """The weight the current state keeps, averaged over ``horizon_s``."""
         return kept(rate(self.mean_episode, self.low_share(sp)) * horizon_s)
 
-    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    def forecast(
+        self, sp: int, now: float, horizon_s: float, at_s: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         if self.scenarios:
             col = self.table[sp]
             values, inv = np.unique(col, return_inverse=True)

@@ -57,10 +57,12 @@ class Mixed(Markov):
                 out[sp] = draw(rng, values, np.concatenate(([self.low[sp]], slow)))
         return out
 
-    def forecast(self, sp: int, now: float, horizon_s: float) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    def forecast(
+        self, sp: int, now: float, horizon_s: float, at_s: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
         if not self.scenarios and self.persistent[sp]:
             return (float(now),), (1.0,)  # a persistent straggler stays as it is
-        return super().forecast(sp, now, horizon_s)
+        return super().forecast(sp, now, horizon_s, at_s)
 
     def alternating(self) -> list[int]:
         return [sp for sp in super().alternating() if not self.persistent[sp]]
