@@ -119,7 +119,7 @@ from placement.solving.budget import CLOCKS
 @click.option(
     "--decision-clock",
     type=click.Choice(CLOCKS),
-    default="wall",
+    default="work",
     show_default=True,
     help="What --decision-time-limit counts: wall seconds, or work (each budget check of a method is a fixed "
     "tick): decisions then stop after the same steps on any machine, and a run is repeatable.",

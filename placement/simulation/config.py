@@ -154,7 +154,7 @@ class SimConfig:
     queue: str = "fifo"
     decision_time_limit_s: float = DECISION_TIME_LIMIT_S
     """Seconds per decision (placing the queue, or a re-plan); the benchmarks' setting."""
-    decision_clock: str = "wall"
+    decision_clock: str = "work"
     """What ``decision_time_limit_s`` is counted on (:data:`~placement.solving.budget.CLOCKS`):
     the wall clock, or a work clock (``work``: each budget check of a method is
     ``WORK_TICK_S`` seconds, so decisions stop after the same steps on any machine, loaded or

@@ -5,7 +5,7 @@ method registry with every preference order, the exact-backend contract, and the
 from __future__ import annotations
 
 from placement.solving.backend import Backend, BackendResult, Termination
-from placement.solving.budget import Budget
+from placement.solving.budget import Budget, WorkClock
 from placement.solving.driver import moved_workers, placed, solve
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import (
@@ -27,6 +27,7 @@ __all__ = [
     "Options",
     "Outcome",
     "Termination",
+    "WorkClock",
     "first_available",
     "get_method",
     "list_methods",

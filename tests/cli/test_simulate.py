@@ -59,6 +59,7 @@ def test_a_sweep_writes_every_file_and_resumes(trace, tmp_path):
 
 
 def test_one_configuration_runs_here_and_is_deterministic(trace, tmp_path):
+    """auto's decisions stop on the work clock (the default), so two runs agree exactly."""
     docs = []
     for name in ("a", "b"):
         r = run(
@@ -67,9 +68,15 @@ def test_one_configuration_runs_here_and_is_deterministic(trace, tmp_path):
             "--trace",
             str(trace),
             "--dynamics",
-            "markov",
+            "onset",
             "--episode-median-s",
             "60",
+            "-m",
+            "auto",
+            "--knowledge",
+            "estimated",
+            "--change-points",
+            "bocpd",
             "--no-reference",
             "--seeds",
             "4",
