@@ -46,7 +46,7 @@ from placement.simulation.config import (
     SimulationError,
 )
 from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
-from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster
+from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster, server_looks
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, IterationLog
 from placement.simulation.policy import Policy
@@ -416,10 +416,7 @@ class _Simulation(Policy):
             rows["ratio"] += ratio.tolist()
         self.logs.append(self.now, rows)
         if self.detector is not None and rows["server"]:
-            sp = np.asarray(rows["server"])
-            cnt = np.bincount(sp, minlength=self.n)
-            looked = np.flatnonzero(cnt)
-            look = np.bincount(sp, weights=rows["ratio"], minlength=self.n)[looked] / cnt[looked]
+            looked, look = server_looks(np.asarray(rows["server"]), np.asarray(rows["ratio"]), self.n)
             was = self.belief.forecaster
             episode = was.mean_episode_s if was is not None else EPISODE_MEDIAN_S  # a prior, not the truth
             self.detector.update(self.now, looked, bin_index(look) > 0, episode)

@@ -24,7 +24,17 @@ import numpy as np
 from placement.estimate.logs import bin_index
 from placement.model.records import Slowdown
 
-__all__ = ["LOOK_WEIGHT_FIRST", "Forecaster", "fit_episode_mean", "low_share", "kept", "memory", "mix", "rate"]
+__all__ = [
+    "LOOK_WEIGHT_FIRST",
+    "Forecaster",
+    "fit_episode_mean",
+    "low_share",
+    "kept",
+    "memory",
+    "mix",
+    "rate",
+    "server_looks",
+]
 
 
 def kept(x: float) -> float:
@@ -143,6 +153,14 @@ def low_share(d: Slowdown) -> float:
     return float(p[v == v[p > 0].min()].sum())
 
 
+def server_looks(servers: np.ndarray, ratios: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """One estimate tick's look at each server it saw: the servers (positions, sorted) and the
+    mean ratio their workers showed (a server seen through several workers shows their mean)."""
+    cnt = np.bincount(servers, minlength=n)
+    seen = np.flatnonzero(cnt)
+    return seen, np.bincount(servers, weights=ratios, minlength=n)[seen] / cnt[seen]
+
+
 LOOK_WEIGHT_FIRST = 0.5
 """A look's weight at the first refit, before any episode length was fitted."""
 EPISODE_RANGE_S = (30.0, 36_000.0)
@@ -169,9 +187,7 @@ def fit_forecaster(
     for when, sp, r in looks:
         if not len(sp):
             continue
-        cnt = np.bincount(sp, minlength=n)
-        seen = np.flatnonzero(cnt)
-        mean = np.bincount(sp, weights=r, minlength=n)[seen] / cnt[seen]
+        seen, mean = server_looks(sp, r, n)
         srv.append(seen)
         tim.append(np.full(len(seen), when))
         val.append(mean)
