@@ -372,10 +372,11 @@ class CpSatBackend:
 
         def solver() -> Any:
             s = cp_model.CpSolver()
-            s.parameters.max_time_in_seconds = max(0.05, budget.left())
+            left = max(0.05, budget.left())
+            s.parameters.max_time_in_seconds = left
             if budget.clock is not None and threads == 1:  # repeatable: CP-SAT's deterministic time
-                s.parameters.max_deterministic_time = max(0.05, budget.left())
-                s.parameters.max_time_in_seconds = WALL_SAFETY * max(0.05, budget.left())
+                s.parameters.max_deterministic_time = left
+                s.parameters.max_time_in_seconds = WALL_SAFETY * left
             s.parameters.num_workers = threads
             s.parameters.random_seed = seed
             if threads > 1:

@@ -229,30 +229,26 @@ class SimConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        if self.knowledge not in KNOWLEDGE:
-            problems.append(f"knowledge must be one of {', '.join(KNOWLEDGE)}, got {self.knowledge!r}")
-        if self.dynamics not in DYNAMICS:
-            problems.append(f"dynamics must be one of {', '.join(DYNAMICS)}, got {self.dynamics!r}")
+        choices = (
+            ("knowledge", KNOWLEDGE),
+            ("dynamics", tuple(DYNAMICS)),
+            ("plan_by", PLAN_BY),
+            ("ratio_to", RATIO_TO),
+            ("replan_price", REPLAN_PRICES),
+            ("decision_clock", CLOCKS),
+            ("change_points", CHANGE_POINTS),
+            ("replan_scope", REPLAN_SCOPES),
+            ("queue", QUEUES),
+            ("objective", OBJECTIVES),
+        )
+        for name, allowed in choices:
+            v = getattr(self, name)
+            if v not in allowed:
+                problems.append(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
         if self.dynamics == "replay" and not self.replay_path:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
         if not (isinstance(self.persistent_share, (int, float)) and 0.0 <= self.persistent_share <= 1.0):
             problems.append(f"persistent_share must be a number in [0, 1], got {self.persistent_share!r}")
-        if self.plan_by not in PLAN_BY:
-            problems.append(f"plan_by must be one of {', '.join(PLAN_BY)}, got {self.plan_by!r}")
-        if self.ratio_to not in RATIO_TO:
-            problems.append(f"ratio_to must be one of {', '.join(RATIO_TO)}, got {self.ratio_to!r}")
-        if self.replan_price not in REPLAN_PRICES:
-            problems.append(f"replan_price must be one of {', '.join(REPLAN_PRICES)}, got {self.replan_price!r}")
-        if self.decision_clock not in CLOCKS:
-            problems.append(f"decision_clock must be one of {', '.join(CLOCKS)}, got {self.decision_clock!r}")
-        if self.change_points not in CHANGE_POINTS:
-            problems.append(f"change_points must be one of {', '.join(CHANGE_POINTS)}, got {self.change_points!r}")
-        if self.replan_scope not in REPLAN_SCOPES:
-            problems.append(f"replan_scope must be one of {', '.join(REPLAN_SCOPES)}, got {self.replan_scope!r}")
-        if self.queue not in QUEUES:
-            problems.append(f"queue must be one of {', '.join(QUEUES)}, got {self.queue!r}")
-        if self.objective not in OBJECTIVES:
-            problems.append(f"objective must be one of {', '.join(OBJECTIVES)}, got {self.objective!r}")
         for name in ("decision_time_limit_s", "estimate_every_s", "estimate_window_s"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
