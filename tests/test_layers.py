@@ -260,6 +260,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.simulation.workload.readers": ("simulation/test_workload.py", "read_trace"),
     "placement.simulation.workload.records": ("simulation/test_workload.py", "TraceJob"),
     "placement.simulation.workload.transforms": ("simulation/test_workload.py", "apply_options"),
+    "placement.simulation.workload.reference": ("simulation/test_reference.py", "as_measured"),
     "placement.simulation.runner": ("cli/test_simulate.py", "runs.jsonl"),
     "placement.simulation.worker": ("cli/test_simulate.py", "runs.jsonl"),
     "placement.solving.backend": ("methods/test_exact.py", "Termination"),

@@ -34,6 +34,7 @@ from placement.simulation.config import (
     REPLAN_SCOPES,
 )
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
+from placement.simulation.workload.reference import COMM_MODES, COMM_SHARE_MAX
 from placement.solving.budget import CLOCKS
 
 
@@ -123,6 +124,22 @@ from placement.solving.budget import CLOCKS
     show_default=True,
     help="What --decision-time-limit counts: wall seconds, or work (each budget check of a method is a fixed "
     "tick): decisions then stop after the same steps on any machine, and a run is repeatable.",
+)
+@click.option(
+    "--comm",
+    type=click.Choice(COMM_MODES),
+    default="on",
+    show_default=True,
+    help="off: communication is free at every placement (the semantics of simulators that ignore placement; "
+    "for cross-checks). A trace job runs its trace duration at its reference placement either way.",
+)
+@click.option(
+    "--comm-share-max",
+    type=FiniteRange(min=0, max=1, max_open=True),
+    default=COMM_SHARE_MAX,
+    show_default=True,
+    help="Most of a trace job's measured iteration its all-reduce may take at its reference placement "
+    "(its gradient is scaled down to it).",
 )
 @click.option(
     "--prove/--no-prove",
@@ -310,7 +327,7 @@ from placement.solving.budget import CLOCKS
     "out_dir",
     default="results/simulate",
     show_default=True,
-    help="Folder for runs.jsonl, summary.json, jobs/, timeline/, report.md and plots; re-running resumes.",
+    help="Folder for runs.jsonl, summary.json, jobs/, held/, timeline/, report.md and plots; re-running resumes.",
 )
 @wait_option
 @guard
@@ -329,6 +346,8 @@ def simulate(
     plan_by: str,
     decision_time_limit: float,
     decision_clock: str,
+    comm: str,
+    comm_share_max: float,
     prove: bool,
     round_s: float | None,
     estimate_every_s: float,
@@ -412,6 +431,8 @@ def simulate(
         "decision_time_limit_s": decision_time_limit,
         "prove": prove,
         "decision_clock": decision_clock,
+        "comm": comm,
+        "comm_share_max": comm_share_max,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,
@@ -459,7 +480,7 @@ def simulate(
             rows = simulate_sweep(runs, out, parallel=parallel, dask=dask, timeout_s=timeout, say=say)
     _simulation_table(rows)
     click.echo(
-        f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, timeline/, servers/, report.md, jct_cdf.png, timeline.png, "
+        f"wrote {out_dir}/summary.json, runs.jsonl, jobs/, held/, timeline/, servers/, report.md, jct_cdf.png, timeline.png, "
         "servers.png"
     )
     bad = sum(1 for r in rows if r.get("status") != "finished")

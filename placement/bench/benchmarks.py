@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import functools
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from placement.bench.online import CELLS, bench_online
+from placement.bench.online import CELLS, GRID, GRID_CONFIGS, bench_online
 from placement.bench.online import CONFIGS as ONLINE_CONFIGS
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
@@ -460,9 +461,21 @@ def main(argv: list[str] | None = None) -> None:
     on.add_argument(
         "--set", action="append", default=[], metavar="FIELD=JSON", help="a SimConfig field for every run (repeatable)"
     )
-    on.add_argument("-o", "--out", default="benchmarks/online")
+    on.add_argument(
+        "--grid",
+        action="store_true",
+        help="the grid defaults are chosen on (its cells, configurations consolidate, consolidate-none, proactive, "
+        "clairvoyant and seeds 0,1,2 unless given); writes grid.md too",
+    )
+    on.add_argument("-o", "--out", default=None, help="default benchmarks/online (benchmarks/online-grid with --grid)")
     a = ap.parse_args(argv)
     if a.what == "online":
+        if a.grid:
+            given = {x.split("=")[0].lstrip("-") for x in (argv or sys.argv[1:]) if x.startswith("--")}
+            a.cells = a.cells if "cells" in given else ",".join(GRID)
+            a.configs = a.configs if "configs" in given else ",".join(GRID_CONFIGS)
+            a.seeds = a.seeds if "seeds" in given else "0,1,2"
+        a.out = a.out or ("benchmarks/online-grid" if a.grid else "benchmarks/online")
         unknown = [c for c in a.cells.split(",") if c not in CELLS] + [
             c for c in a.configs.split(",") if c not in ONLINE_CONFIGS
         ]
@@ -492,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
             extra=extra,
             parallel=a.parallel,
         )
-        print((Path(a.out) / "online.md").read_text())
+        print((Path(a.out) / ("grid.md" if a.grid else "online.md")).read_text())
         return
     if a.what == "gaps":
         bench_gaps_family([float(x) for x in a.time_limits.split(",")], Path(a.out), a.seed, a.members)

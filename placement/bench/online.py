@@ -28,9 +28,7 @@ percentile bootstrap interval over seeds (``BOOTSTRAP`` resamples, seeded).  Eve
 
 from __future__ import annotations
 
-import csv
 import json
-import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +36,19 @@ from typing import Any
 
 import numpy as np
 
-from placement.simulation.config import DECISION_TIME_LIMIT_S
+from placement.simulation.config import DECISION_TIME_LIMIT_S, SIZE_CLASSES, size_class_fields
 
-__all__ = ["CELLS", "CONFIGS", "Cell", "bootstrap_mean", "paired_change", "bench_online"]
+__all__ = ["CELLS", "CONFIGS", "GRID", "GRID_CONFIGS", "Cell", "bootstrap_mean", "paired_change", "bench_online"]
 
 BOOTSTRAP = 10_000
 WINDOW = {"window_start_s": 2_419_200.0, "window_s": 48 * 3600.0}
 """Days 28-30 of an ElasticFlow trace: the README's window."""
+DAY = 86_400.0
+
+
+def days(first: int, n: int = 2, **more: Any) -> dict[str, Any]:
+    """Trace options of a window of ``n`` days from day ``first`` (and ``more``: ``load``)."""
+    return {"window_start_s": first * DAY, "window_s": n * DAY, **more}
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,43 @@ CELLS: dict[str, Cell] = {
         Cell("cluster03-pod256-markov", "pod256", "elasticflow-cluster03", "markov", dict(WINDOW)),
         Cell("cluster04-hetero256-mixed", "hetero256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
         Cell("cluster04-all-1024-markov", "pod1024", "elasticflow-cluster04", "markov", {}),
+        # the grid (python -m placement.bench online --grid): defaults are chosen by their worst cell
+        Cell("grid-c04d28-pod256", "pod256", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-pod256-load0.5", "pod256", "elasticflow-cluster04", "markov", days(28, load=0.5)),
+        Cell("grid-c04d28-pod256-load2", "pod256", "elasticflow-cluster04", "markov", days(28, load=2.0)),
+        Cell("grid-c04d28-calm256", "calm256", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-heavy128", "heavy128", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-flat128", "flat128", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-pod1024-load4", "pod1024", "elasticflow-cluster04", "markov", days(28, load=4.0)),
+        Cell("grid-c03d28-pod256", "pod256", "elasticflow-cluster03", "markov", days(28)),
+        Cell("grid-c03d28-pod256-load2", "pod256", "elasticflow-cluster03", "markov", days(28, load=2.0)),
+        Cell("grid-c04d44-heavy256", "heavy256", "elasticflow-cluster04", "markov", days(44)),
+        Cell("grid-c04d50-hot192", "hot192", "elasticflow-cluster04", "markov", days(50)),
     )
 }
-"""The cells the issue lists that the bundled data supports (no Philly trace is bundled)."""
+"""The cells the issue lists that the bundled data supports (no Philly trace is bundled), and
+the grid's."""
+GRID: tuple[str, ...] = tuple(c for c in CELLS if c.startswith("grid-"))
+"""The grid a default of the proactive loop is chosen on, by its worst cell: the README window
+(cluster04 days 28-30) at the trace's load, half and twice it; the same window on a calm 256-GPU
+cluster, a heavy-tailed 128-GPU two-tier one, a hot one-tier one of 128 GPUs and, at four times
+the load, 1,024 GPUs; cluster03's days 28-30 at its load and twice it; and two loaded windows
+where queueing dominates (cluster04 days 44-46 on a heavy-tailed 256-GPU cluster, days 50-52
+on a hot 192-GPU one).  Every cell runs the ``markov`` truth on its cluster's slowdown laws."""
+GRID_CONFIGS: tuple[str, ...] = ("consolidate", "consolidate-none", "proactive", "clairvoyant")
 
 GENERATED: dict[str, str] = {
     "hetero256": "placement generate --racks 4 --servers-per-rack 8 --gpu-types A100,V100 --hot-fraction 0.3 "
     "--jobs 1 --seed 11 --name hetero256",
     "pod1024": "placement generate --racks 16 --servers-per-rack 8 --hot-fraction 0.2 --jobs 1 --seed 7 --name pod1024",
+    "calm256": "placement generate --racks 4 --servers-per-rack 8 --regime calm --jobs 1 --seed 21 --name calm256",
+    "heavy128": "placement generate --racks 2 --servers-per-rack 8 --regime heavy-tail --jobs 1 --seed 22 "
+    "--name heavy128",
+    "flat128": "placement generate --racks 1 --servers-per-rack 16 --hot-fraction 0.3 --jobs 1 --seed 23 "
+    "--name flat128",
+    "heavy256": "placement generate --racks 4 --servers-per-rack 8 --regime heavy-tail --jobs 1 --seed 24 "
+    "--name heavy256",
+    "hot192": "placement generate --racks 3 --servers-per-rack 8 --hot-fraction 0.4 --jobs 1 --seed 25 --name hot192",
 }
 """Clusters the cells use that are not bundled: the ``placement generate`` command of each
 (``hetero256`` is ``pod256``'s shape with two GPU types)."""
@@ -115,9 +148,8 @@ EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("estimation (estimated against oracle)", "proactive", "oracle"),
     ("change-point detection (bocpd against the whole window)", "proactive-cp", "proactive"),
     ("headroom (clairvoyant, free moves, against proactive)", "clairvoyant", "proactive"),
+    ("clairvoyant vs consolidation", "clairvoyant", "consolidate"),
 )
-SMALL_GPUS = 8
-"""Size classes: jobs of at most this many GPUs, and larger ones."""
 
 
 # ------------------------------------------------------------------ statistics
@@ -168,19 +200,6 @@ def _runs(cell: Cell, config: str, seeds: Sequence[int], common: dict[str, Any],
     return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
 
 
-def _size_means(out: Path, label: str) -> tuple[float | None, float | None]:
-    """Mean JCT of the jobs of at most :data:`SMALL_GPUS` GPUs and of the larger ones."""
-    path = out / "jobs" / f"{label}.csv"
-    if not path.is_file():
-        return None, None
-    small: list[float] = []
-    large: list[float] = []
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            (small if int(row["workers"]) <= SMALL_GPUS else large).append(float(row["jct_s"]))
-    return (statistics.fmean(small) if small else None, statistics.fmean(large) if large else None)
-
-
 def bench_online(
     cells: Sequence[str],
     configs: Sequence[str],
@@ -215,25 +234,19 @@ def bench_online(
             folder = out / cname / config
             runs = _runs(cell, config, seeds, common, folder)
             rows = simulate_sweep(runs, folder, parallel=parallel, progress=False, say=say)
-            got: dict[int, dict[str, Any]] = {}
-            for r in rows:
-                if r.get("status") != "finished":
-                    continue
-                small, large = _size_means(folder, r["label"])
-                got[int(r["seed"])] = {**r, "small_jct_s": small, "large_jct_s": large}
-            per[config] = got
+            per[config] = {int(r["seed"]): r for r in rows if r.get("status") == "finished"}
         result["cells"][cname] = _cell_summary(per)
     _write(result, out)
     return result
 
 
 METRICS = (
+    "jobs",
     "avg_jct_s",
     "p50_jct_s",
     "p95_jct_s",
     "p99_jct_s",
-    "small_jct_s",
-    "large_jct_s",
+    *size_class_fields(),
     "top1pct_jct_share",
     "avg_queue_s",
     "migrations",
@@ -278,7 +291,31 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
                 if per["defrag"][s]["avg_jct_s"] != per["defrag-none"][s]["avg_jct_s"]
             ]
             removed[config] = bootstrap_mean(shares) if shares else None
-    return {"configs": configs, "effects": effects, "consolidation_inflation": inflation, "inflation_removed": removed}
+    return {
+        "configs": configs,
+        "effects": effects,
+        "consolidation_inflation": inflation,
+        "inflation_removed": removed,
+        "consolidation_inflation_removed": removed_of(per, "consolidate", "consolidate-none"),
+    }
+
+
+def removed_of(per: dict[str, dict[int, dict[str, Any]]], base: str, none: str) -> dict[str, Any]:
+    """Per configuration of :data:`REMOVED`: the share of ``base``'s straggler inflation
+    (``base - none``, per seed) it removes, mean over seeds with its interval; per seed too."""
+    out: dict[str, Any] = {}
+    if base not in per or none not in per:
+        return out
+    for config in (c for c in REMOVED if c in per):
+        seeds = sorted(set(per[config]) & set(per[base]) & set(per[none]))
+        shares = [
+            (per[base][s]["avg_jct_s"] - per[config][s]["avg_jct_s"])
+            / (per[base][s]["avg_jct_s"] - per[none][s]["avg_jct_s"])
+            for s in seeds
+            if per[base][s]["avg_jct_s"] != per[none][s]["avg_jct_s"]
+        ]
+        out[config] = bootstrap_mean(shares) if shares else None
+    return out
 
 
 def _ci(x: Any, pct: bool = False, nd: int = 0) -> str:
@@ -304,17 +341,17 @@ def _write(result: dict[str, Any], out: Path) -> None:
         infl = cell["consolidation_inflation"]
         lines += [f"## {cname}", "", f"Consolidation's straggler inflation: {_ci(infl, pct=True)}", ""]
         lines += [
-            "| configuration | seeds | mean JCT | p50 JCT | p95 JCT | p99 JCT | mean JCT <= 8 GPUs | mean JCT > 8 GPUs "
+            "| configuration | seeds | mean JCT | p50 JCT | p95 JCT | p99 JCT "
             "| top 1% share | migrations | restart GPU-h | wall s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for config, st in cell["configs"].items():
             lines.append(
                 f"| {config} | {len(st['seeds'])} | {_ci(st['avg_jct_s'])} | {_ci(st['p50_jct_s'])} | "
-                f"{_ci(st['p95_jct_s'])} | {_ci(st['p99_jct_s'])} | {_ci(st['small_jct_s'])} | "
-                f"{_ci(st['large_jct_s'])} | {_ci(st['top1pct_jct_share'], nd=3)} | {_ci(st['migrations'])} | "
-                f"{_ci(st['restart_gpu_hours'], nd=1)} | {_ci(st['wall_s'])} |"
+                f"{_ci(st['p95_jct_s'])} | {_ci(st['p99_jct_s'])} | {_ci(st['top1pct_jct_share'], nd=3)} | "
+                f"{_ci(st['migrations'])} | {_ci(st['restart_gpu_hours'], nd=1)} | {_ci(st['wall_s'])} |"
             )
+        lines += ["", _size_table(cell)]
         lines += ["", "| effect | compared | metric | paired change | seeds |", "|---|---|---|---|---|"]
         for e in cell["effects"]:
             lines.append(
@@ -329,7 +366,93 @@ def _write(result: dict[str, Any], out: Path) -> None:
             ]
         lines.append("")
     (out / "online.md").write_text("\n".join(lines))
+    if any(c.startswith("grid-") for c in result["cells"]):
+        (out / "grid.md").write_text(grid_table(result))
     _plot(result, out / "online.png")
+
+
+def _mean(x: Any) -> str:
+    return "-" if not x else f"{x[0]:,.0f}"
+
+
+def _size_table(cell: dict[str, Any]) -> str:
+    """Mean JCT per size class (GPUs) and its split, mean over seeds: ``JCT (queue + run)``."""
+    head = " | ".join(f"{lo}{'' if hi == lo else ('+' if hi is None else f'-{hi}')} GPUs" for _, lo, hi in SIZE_CLASSES)
+    lines = [
+        f"| configuration | {head} |",
+        "|---|" + "---|" * len(SIZE_CLASSES),
+    ]
+    for config, st in cell["configs"].items():
+        parts = []
+        for name, _, _ in SIZE_CLASSES:
+            jct = st.get(f"avg_jct_{name}_s")
+            n = st.get(f"jobs_{name}")
+            parts.append(
+                "-"
+                if not jct
+                else f"{_mean(jct)} ({_mean(st.get(f'avg_queue_{name}_s'))} + {_mean(st.get(f'avg_run_{name}_s'))}), "
+                f"{n[0]:.0f} jobs"
+            )
+        lines.append(f"| {config} | " + " | ".join(parts) + " |")
+    return "\n".join(lines)
+
+
+def grid_table(result: dict[str, Any]) -> str:
+    """The grid's table (``grid.md``): per cell, consolidation's mean JCT and straggler
+    inflation, the proactive loop's and the clairvoyant reference's paired change against
+    it (mean, p99), the shares of the inflation each removes, and the one-GPU jobs' queueing;
+    then the worst cell of each goal."""
+
+    def eff(cell: dict[str, Any], new: str, metric: str) -> Any:
+        for e in cell["effects"]:
+            if (e["new"], e["base"], e["metric"]) == (new, "consolidate", metric):
+                return e["change"]
+        return None
+
+    lines = [
+        "| cell | jobs | consolidation mean JCT | inflation | proactive / consolidation, mean | p99 "
+        "| clairvoyant / consolidation | inflation removed: proactive | clairvoyant | 1-GPU queueing: "
+        "consolidation | proactive |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    worst: dict[str, tuple[float, str]] = {}
+
+    def note(key: str, value: float | None, cname: str, higher_is_worse: bool = True) -> None:
+        if value is None:
+            return
+        v = value if higher_is_worse else -value
+        if key not in worst or v > worst[key][0]:
+            worst[key] = (v, cname)
+
+    for cname, cell in result["cells"].items():
+        cf = cell["configs"]
+        cons = cf.get("consolidate", {})
+        pro, p99 = eff(cell, "proactive", "avg_jct_s"), eff(cell, "proactive", "p99_jct_s")
+        clair = eff(cell, "clairvoyant", "avg_jct_s")
+        rem = cell.get("consolidation_inflation_removed", {})
+        jobs = cons.get("jobs")
+        lines.append(
+            f"| {cname} | {_mean(jobs)} | {_ci(cons.get('avg_jct_s'))} | {_ci(cell['consolidation_inflation'], pct=True)} "
+            f"| {_ci(pro, pct=True)} | {_ci(p99, pct=True)} | {_ci(clair, pct=True)} "
+            f"| {_ci(rem.get('proactive'), pct=True)} | {_ci(rem.get('clairvoyant'), pct=True)} "
+            f"| {_mean(cons.get('avg_queue_w1_s'))} | {_mean(cf.get('proactive', {}).get('avg_queue_w1_s'))} |"
+        )
+        note("proactive / consolidation, mean (upper end of the interval)", pro[2] if pro else None, cname)
+        note("proactive / consolidation, p99", p99[0] if p99 else None, cname)
+        if rem.get("proactive") and rem.get("clairvoyant") and rem["clairvoyant"][0] >= 0.3:
+            note(
+                "proactive's removal over clairvoyant's (where clairvoyant removes >= 30%)",
+                rem["proactive"][0] / rem["clairvoyant"][0],
+                cname,
+                higher_is_worse=False,
+            )
+    lines += ["", "Worst cells:", ""]
+    for key, (v, cname) in worst.items():
+        shown = -v if "removal" in key else v
+        lines.append(
+            f"- {key}: {100 * shown:.0f}% ({cname})" if "removal" in key else f"- {key}: {100 * shown:+.1f}% ({cname})"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:

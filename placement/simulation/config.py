@@ -10,6 +10,7 @@ from typing import Any
 from placement.errors import InvalidInputError, PlacementError
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
+from placement.simulation.workload.reference import COMM_MODES, COMM_SHARE_MAX
 from placement.solving.budget import CLOCKS
 from placement.solving.registry import get_method
 
@@ -29,6 +30,8 @@ __all__ = [
     "RATIO_TO",
     "SimulationError",
     "SUMMARY_FIELDS",
+    "SIZE_CLASSES",
+    "size_class_fields",
 ]
 
 KNOWLEDGE = ("oracle", "estimated", "oblivious", "clairvoyant")
@@ -93,6 +96,19 @@ whole cluster04 trace took 778-912 s of wall per estimated run, most of it price
 local search ran to its limit; at 0.25 s it took 554-589 s with the same JCT within the seeds'
 spread (25,708 / 25,872 s against 25,644 / 26,134 s), and 445-461 s with incremental re-plans
 (:data:`REPLAN_SCOPES`); see ``benchmarks/README.md``."""
+SIZE_CLASSES = (("w1", 1, 1), ("w2_8", 2, 8), ("w9_32", 9, 32), ("w33up", 33, None))
+"""Jobs by GPUs (name, fewest, most): where mean JCT comes from, and how much of it is queueing."""
+
+
+def size_class_fields() -> tuple[str, ...]:
+    """The summary's per-size-class fields: jobs, mean JCT, mean queueing and mean run."""
+    return tuple(
+        f
+        for name, _, _ in SIZE_CLASSES
+        for f in (f"jobs_{name}", f"avg_jct_{name}_s", f"avg_queue_{name}_s", f"avg_run_{name}_s")
+    )
+
+
 SUMMARY_FIELDS = (
     "method",
     "knowledge",
@@ -126,8 +142,10 @@ SUMMARY_FIELDS = (
     "replan_pinned_share",
     "change_points_found",
     "jobs_waited",
+    "jobs_comm_scaled",
     "replan_time_p99_s",
     "wall_s",
+    *size_class_fields(),
 )
 
 
@@ -152,6 +170,14 @@ class SimConfig:
     ``onset``: spent in fail-slow regimes of hours."""
     replay_path: str | None = None
     queue: str = "fifo"
+    comm: str = "on"
+    """:data:`~placement.simulation.workload.reference.COMM_MODES`: ``off`` makes communication
+    free at every placement (``T = max a S``), the semantics of simulators that ignore
+    placement, kept for cross-checking against them."""
+    comm_share_max: float = COMM_SHARE_MAX
+    """The largest share of a trace job's measured iteration time its all-reduce may take at
+    its reference placement (its gradient is scaled down to it; ``jobs_comm_scaled`` counts
+    them)."""
     decision_time_limit_s: float = DECISION_TIME_LIMIT_S
     """Seconds per decision (placing the queue, or a re-plan); the benchmarks' setting."""
     decision_clock: str = "work"
@@ -239,12 +265,15 @@ class SimConfig:
             ("change_points", CHANGE_POINTS),
             ("replan_scope", REPLAN_SCOPES),
             ("queue", QUEUES),
+            ("comm", COMM_MODES),
             ("objective", OBJECTIVES),
         )
         for name, allowed in choices:
             v = getattr(self, name)
             if v not in allowed:
                 problems.append(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
+        if not (isinstance(self.comm_share_max, (int, float)) and 0.0 <= self.comm_share_max < 1.0):
+            problems.append(f"comm_share_max must be a number in [0, 1), got {self.comm_share_max!r}")
         if self.dynamics == "replay" and not self.replay_path:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
         if not (isinstance(self.persistent_share, (int, float)) and 0.0 <= self.persistent_share <= 1.0):
@@ -334,3 +363,7 @@ class SimResult:
     slowdown_changes: dict[str, list[Any]] = field(default_factory=dict)
     """The hidden truth's changes as they happened: ``time_s``, ``server``, ``value`` (with
     :attr:`truth_start`, each server's slowdown at every moment; for analysis after the run)."""
+    held: list[dict[str, Any]] = field(default_factory=list)
+    """Every interval a job held one placement, from its start or a move to its next move or
+    its end: ``job``, ``from_s``, ``to_s``, ``placement`` (``server:workers ...``); a job that
+    never moved has one."""

@@ -54,6 +54,7 @@ from placement.simulation.running import (
     Running,
     advance,
     finished_row,
+    held_row,
     iteration_ms,
     observed,
     placed_on,
@@ -61,6 +62,7 @@ from placement.simulation.running import (
     shards_on,
 )
 from placement.simulation.workload import TraceJob, Workload
+from placement.simulation.workload.reference import as_measured
 
 __all__ = [
     "SimConfig",
@@ -103,6 +105,8 @@ class _Simulation(Policy):
                 [f"job {j.id!r} needs {j.workers} GPUs; the cluster has {total} free" for j in too_wide[:40]]
                 + ([f"... and {len(too_wide) - 40} more"] if len(too_wide) > 40 else [])
             )
+        # a trace's duration is a measurement: each job runs it at its reference placement
+        self.jobs, self.comm_scaled = as_measured(cluster, self.jobs, comm=cfg.comm, comm_share_max=cfg.comm_share_max)
         self.n = len(cluster.servers)
         self.free = np.array([s.free_gpus for s in cluster.servers], dtype=np.int64)
         self.capacity = self.free.copy()
@@ -128,6 +132,8 @@ class _Simulation(Policy):
         self.running: dict[str, Running] = {}
         self.on_server: list[set[str]] = [set() for _ in range(self.n)]
         self.done: list[dict[str, Any]] = []
+        self.held: list[dict[str, Any]] = []
+        """Every interval a job held one placement (``job, from_s, to_s, placement``)."""
         self.decision_walls: list[float] = []
         self.timeline: dict[str, list[float]] = {"time_s": [], "queued": [], "running": [], "used_gpus": []}
         self.rng = np.random.default_rng(np.random.SeedSequence(int(cfg.seed) % 2**63).spawn(2)[1])
@@ -356,7 +362,7 @@ class _Simulation(Policy):
         if tj.architecture == "ps" and not shards:
             raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
         ps_sps, ps_c = shards_on(self.cluster, tj, alloc, shards or {})
-        r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now)
+        r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now, since=self.now)
         r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
         set_stages(self.cluster, r, stages)
         return r
@@ -386,6 +392,7 @@ class _Simulation(Policy):
         self.placed_since_replan = True
         self.busy_gpu_s += r.tj.workers * (self.now - r.start)
         self.done.append(finished_row(r, self.now, self.server_ids))
+        self.held.append(held_row(r, self.now, self.server_ids))
 
     def _record(self) -> None:
         tl = self.timeline
@@ -488,6 +495,7 @@ class _Simulation(Policy):
             replan_pinned_share=self.replan_pinned / self.replan_seen if self.replan_seen else None,
             change_points_found=self.detector.found if self.detector is not None else None,
             jobs_waited=len(self.waited),
+            jobs_comm_scaled=self.comm_scaled,
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):
@@ -501,6 +509,7 @@ class _Simulation(Policy):
             slowdown_changes=self.slow_log,
             believed_mean={s.id: s.slowdown.mean() for s in self.belief.servers},
             iteration_log=self.logs.named() if self.logs else {},
+            held=sorted(self.held, key=lambda h: (h["from_s"], h["job"])),
         )
 
 

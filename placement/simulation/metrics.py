@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from placement.simulation.config import SimConfig
+from placement.simulation.config import SIZE_CLASSES, SimConfig
 
-__all__ = ["summarise", "top_share"]
+__all__ = ["summarise", "top_share", "by_size"]
 
 
 def top_share(values: np.ndarray, fraction: float) -> float | None:
@@ -43,6 +43,7 @@ def summarise(
     replan_pinned_share: float | None = None,
     change_points_found: int | None = None,
     jobs_waited: int = 0,
+    jobs_comm_scaled: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
@@ -54,7 +55,10 @@ def summarise(
     ``replan_pinned_share``: of the running jobs the priced re-plans looked at, the share kept
     out of the search (they could not repay a move of their own); ``change_points_found``: the
     changes of a server's law the change-point detector found (``None`` without one);
-    ``jobs_waited``: the jobs the patience rule held back at least once."""
+    ``jobs_waited``: the jobs the patience rule held back at least once; ``jobs_comm_scaled``:
+    the trace jobs whose gradient was scaled to the reference placement's communication cap;
+    per size class (:data:`SIZE_CLASSES`), the finished jobs and their mean JCT, queueing and
+    run."""
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -98,6 +102,23 @@ def summarise(
         "replan_pinned_share": replan_pinned_share,
         "change_points_found": change_points_found,
         "jobs_waited": jobs_waited,
+        "jobs_comm_scaled": jobs_comm_scaled,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,
+        **by_size(rows),
     }
+
+
+def by_size(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per size class (:data:`SIZE_CLASSES`): jobs, mean JCT, mean queueing, mean run (s).
+
+    >>> by_size([{"workers": 1, "jct_s": 30.0, "queue_s": 10.0, "run_s": 20.0}])["avg_queue_w1_s"]
+    10.0
+    """
+    out: dict[str, Any] = {}
+    for name, lo, hi in SIZE_CLASSES:
+        sel = [r for r in rows if lo <= r["workers"] and (hi is None or r["workers"] <= hi)]
+        out[f"jobs_{name}"] = len(sel)
+        for key, col in (("jct", "jct_s"), ("queue", "queue_s"), ("run", "run_s")):
+            out[f"avg_{key}_{name}_s"] = float(np.mean([r[col] for r in sel])) if sel else None
+    return out

@@ -11,6 +11,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from placement.simulation.dynamics import Dynamics
 from placement.simulation.running import (
     Running,
     advance,
+    held_row,
     iteration_ms,
     placed_on,
     problem_job,
@@ -70,6 +72,7 @@ class Policy:
     replan_seen: int
     replan_pinned: int
     moves_repaid_alone: int
+    held: list[dict[str, Any]]
     first_offer: dict[str, float]
     """When each waiting job was first offered a placement slower than its best (patience)."""
     wake: dict[str, float]
@@ -473,6 +476,8 @@ class Policy:
             n_moved = sum(max(0, k - alloc.get(sp, 0)) for sp, k in r.alloc.items())
             r.moves += n_moved
             moved_workers += n_moved
+            self.held.append(held_row(r, self.now, self.server_ids))
+            r.since = self.now
             r.alloc = alloc
             r.shards = shards_of(r.tj.id)
             for sp in r.servers():

@@ -32,7 +32,11 @@ __all__ = [
     "report_runs",
     "knowledge_label",
     "JOB_FIELDS",
+    "HELD_FIELDS",
 ]
+
+HELD_FIELDS = ("job", "from_s", "to_s", "placement")
+"""``held/<label>.csv``: every interval a job held one placement (a moved job has several)."""
 
 JOB_FIELDS = (
     "job",
@@ -199,8 +203,14 @@ def write_run_files(out: Path, label: str, res: SimResult) -> None:
         res.slowdown_changes,
         res.jobs,
         out / "servers" / f"{label}.png",
+        held=res.held,
         title=f"{label}: servers over time",
     )
+    (out / "held").mkdir(parents=True, exist_ok=True)
+    with open(out / "held" / f"{label}.csv", "w", newline="") as f:
+        w0 = csv.DictWriter(f, fieldnames=HELD_FIELDS)
+        w0.writeheader()
+        w0.writerows(res.held)
     (out / "jobs").mkdir(parents=True, exist_ok=True)
     (out / "timeline").mkdir(parents=True, exist_ok=True)
     with open(out / "jobs" / f"{label}.csv", "w", newline="") as f:

@@ -35,6 +35,8 @@ __all__ = [
     "iteration_ms",
     "observed",
     "LOG_NOISE",
+    "placement_text",
+    "held_row",
 ]
 
 LOG_NOISE = 0.02
@@ -71,6 +73,8 @@ class Running:
     """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
     sync: float = 0.0
     """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
+    since: float = 0.0
+    """When the job took the GPUs it holds (its start, or its last move)."""
 
     def servers(self) -> set[int]:
         """Every server the job's draws come from: its workers' and its shards'."""
@@ -180,6 +184,16 @@ def advance(r: Running, now: float) -> None:
     r.t_last = now
 
 
+def placement_text(alloc: dict[int, int], server_ids: Sequence[str]) -> str:
+    """``server:workers ...`` in server order."""
+    return " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(alloc.items()))
+
+
+def held_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str, Any]:
+    """The interval ``r`` held its present GPUs, ending ``now`` (it moves or finishes)."""
+    return {"job": r.tj.id, "from_s": r.since, "to_s": now, "placement": placement_text(r.alloc, server_ids)}
+
+
 def finished_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str, Any]:
     """The per-job row of a job finishing at ``now`` (``jobs/<config>.csv``)."""
     tj = r.tj
@@ -200,7 +214,7 @@ def finished_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str,
         "straggled_iterations": min(r.straggled_iters, float(tj.iterations)),
         "servers": len(r.alloc),
         "moves": r.moves,
-        "placement": " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(r.alloc.items())),
+        "placement": placement_text(r.alloc, server_ids),
         "shards": " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
         # a hybrid job's stage matrix: stages separated by "|", replicas by ","
         "stages": "|".join(",".join(server_ids[sp] for sp in row) for row in r.stages),

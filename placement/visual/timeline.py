@@ -2,7 +2,7 @@
 the slow episodes of the hidden truth (the share of each time bin a server spent above its
 lowest slowdown, redder the slower); the lower panel colours the bins by the job running there.
 Long windows are aggregated into at most :data:`BINS` time bins.  A job moved by re-planning is
-drawn on its last servers for its whole run."""
+drawn on each placement it held over the interval it held it (the simulator's ``held`` record)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["servers_over_time", "BINS"]
+__all__ = ["servers_over_time", "occupancy", "BINS"]
 
 BINS = 1200
 """Most time bins drawn."""
@@ -46,6 +46,32 @@ def _slow_share(
     return share / width, mean / width
 
 
+def occupancy(
+    servers: Sequence[str],
+    jobs: Sequence[Mapping[str, Any]],
+    held: Sequence[Mapping[str, Any]] | None,
+    edges: np.ndarray,
+) -> np.ndarray:
+    """Per server and time bin, the colour index (0-19, by order of start) of the job holding
+    it, ``-1`` where none does: each interval of ``held`` (or, without it, each job's last
+    placement from start to end) over its bins."""
+    row = {sid: k for k, sid in enumerate(servers)}
+    occ = np.full((len(servers), len(edges) - 1), -1.0)
+    colour = {str(j["job"]): n % 20 for n, j in enumerate(sorted(jobs, key=lambda j: float(j["start_s"])))}
+    if held is None:
+        held = [
+            {"job": j["job"], "from_s": j["start_s"], "to_s": j["end_s"], "placement": j.get("placement")} for j in jobs
+        ]
+    for h in sorted(held, key=lambda h: float(h["from_s"])):
+        a = np.searchsorted(edges, float(h["from_s"]), side="right") - 1
+        b = max(a + 1, np.searchsorted(edges, float(h["to_s"]), side="left"))
+        for part in str(h.get("placement") or "").split():
+            sid = part.split(":")[0]
+            if sid in row:
+                occ[row[sid], a:b] = colour.get(str(h["job"]), 0)
+    return occ
+
+
 def servers_over_time(
     servers: Sequence[str],
     truth_start: Mapping[str, float],
@@ -53,10 +79,13 @@ def servers_over_time(
     jobs: Sequence[Mapping[str, Any]],
     path: str | Path,
     *,
+    held: Sequence[Mapping[str, Any]] | None = None,
     title: str = "",
 ) -> Path:
     """Draw the servers over time to ``path`` (PNG or SVG); ``jobs`` are the simulator's job
-    rows (``job``, ``start_s``, ``end_s``, ``placement`` as ``server:workers ...``)."""
+    rows (``job``, ``start_s``, ``end_s``, ``placement`` as ``server:workers ...``), ``held``
+    the intervals each job held each of its placements (``job``, ``from_s``, ``to_s``,
+    ``placement``; without it, each job is drawn on its last placement from start to end)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -67,16 +96,7 @@ def servers_over_time(
     t1 = max([float(j["end_s"]) for j in jobs] + list(map(float, changes.get("time_s", ()))) + [t0 + 1.0])
     edges = np.linspace(t0, t1, min(BINS, max(2, int(t1 - t0))) + 1)
     share, _ = _slow_share(servers, truth_start, changes, edges)
-    row = {sid: k for k, sid in enumerate(servers)}
-    occ = np.full((len(servers), len(edges) - 1), -1.0)
-    order = sorted(jobs, key=lambda j: float(j["start_s"]))
-    for n, j in enumerate(order):
-        a = np.searchsorted(edges, float(j["start_s"]), side="right") - 1
-        b = max(a + 1, np.searchsorted(edges, float(j["end_s"]), side="left"))
-        for part in str(j.get("placement") or "").split():
-            sid = part.split(":")[0]
-            if sid in row:
-                occ[row[sid], a:b] = n % 20
+    occ = occupancy(servers, jobs, held, edges)
     tab = colormaps["tab20"]
     img = np.ones((*occ.shape, 4))
     busy = occ >= 0

@@ -3,6 +3,7 @@ and bad input refused with exit 2."""
 
 from __future__ import annotations
 
+import csv
 import json
 
 import pytest
@@ -89,6 +90,36 @@ def test_one_configuration_runs_here_and_is_deterministic(trace, tmp_path):
     assert strip[0] == strip[1] and len(strip[0]) == 1
 
 
+def test_comm_off_and_measured_durations_from_the_cli(tmp_path):
+    """A plain trace's durations are measurements: with communication off, every job runs its
+    duration wherever it is placed; the held placements are written."""
+    p = tmp_path / "d.csv"
+    p.write_text(
+        "id,submit_s,workers,duration_s,model\n" + "".join(f"j{i},{i},{1 + i % 8},{100 + i},vgg16\n" for i in range(12))
+    )
+    r = run(
+        "simulate",
+        "tiny",
+        "--trace",
+        str(p),
+        "--dynamics",
+        "none",
+        "--comm",
+        "off",
+        "--no-reference",
+        "-o",
+        str(tmp_path / "o"),
+    )
+    assert r.exit_code == 0, r.output
+    (s,) = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["jobs_comm_scaled"] == 0 and s["jobs_w1"] + s["jobs_w2_8"] == 12
+    with open(tmp_path / "o" / "jobs" / f"{s['label']}.csv", newline="") as f:
+        runs = sorted(round(float(row["run_s"]), 6) for row in csv.DictReader(f))
+    assert runs == [100.0 + i for i in range(12)]
+    held = (tmp_path / "o" / "held" / f"{s['label']}.csv").read_text().splitlines()
+    assert held[0] == "job,from_s,to_s,placement" and len(held) == 13
+
+
 def test_bad_trace_rows_are_refused_with_their_row_numbers(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("submit_s,workers,iterations\n0,2,100\nnan,1,100\n5,-3,100\n7,1,zero\n")
@@ -117,6 +148,8 @@ def test_a_job_wider_than_the_cluster_is_named(tmp_path):
         (("-m", "no_such_method"), "unknown method"),
         (("--replan-events", "freed", "-m", "greedy"), "re-planning"),
         (("--replan", "sometimes"), "--replan"),
+        (("--comm", "partly"), "--comm"),
+        (("--comm-share-max", "1"), "--comm-share-max"),
     ],
 )
 def test_bad_options_exit_2(trace, tmp_path, extra, message):

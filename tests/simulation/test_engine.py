@@ -233,6 +233,22 @@ def test_replanning_moves_a_job_off_a_server_found_slow(tmp_path):
     assert still.summary["migrations"] == 0 and moved.summary["migrations"] == 1
     assert "s0" in still.jobs[0]["placement"] and "s0" not in moved.jobs[0]["placement"]
     assert moved.jobs[0]["jct_s"] < still.jobs[0]["jct_s"]
+    # the record of what each job held: one interval unmoved; moved, two that meet at the move
+    (h,) = still.held
+    assert (h["from_s"], h["to_s"], h["placement"]) == (0.0, still.jobs[0]["end_s"], still.jobs[0]["placement"])
+    first, second = moved.held
+    assert first["from_s"] == 0.0 and first["to_s"] == second["from_s"] > 0.0
+    assert "s0" in first["placement"] and second["placement"] == moved.jobs[0]["placement"]
+    assert second["to_s"] == moved.jobs[0]["end_s"]
+    # the picture draws the job on s0 before the move only (without the record: all along)
+    from placement.visual.timeline import occupancy
+
+    servers = list(moved.truth_start)
+    edges = np.linspace(0.0, moved.jobs[0]["end_s"], 101)
+    cut = int(np.searchsorted(edges, first["to_s"])) - 1
+    occ = occupancy(servers, moved.jobs, moved.held, edges)
+    assert (occ[0, :cut] >= 0).all() and (occ[0, cut + 1 :] < 0).all()
+    assert (occupancy(servers, moved.jobs, None, edges)[0] < 0).all()
 
 
 @pytest.mark.parametrize("price", ["remaining", "gpu_time"])

@@ -180,6 +180,7 @@ def elasticflow_rows(table: Table) -> list[TraceJob]:
                 compute_ms=1000.0 * duration / iters,
                 gradient_mb=MODELS[model][1],
                 model=model,
+                duration_s=duration,
                 deadline_s=deadline - submit if deadline is not None and deadline > submit else None,
             )
         )
@@ -230,6 +231,7 @@ def philly_rows(table: Table, cluster: str | None) -> list[TraceJob]:
                 compute_ms=compute,
                 gradient_mb=gradient,
                 model=model,
+                duration_s=duration if duration > 0 else None,
             )
         )
     return jobs
@@ -281,6 +283,8 @@ def plain_rows(table: Table) -> list[TraceJob]:
         if not r.ok:
             continue
         assert submit is not None and workers is not None
+        # a duration is a measurement unless the row gives its own model (compute and gradient)
+        measured = duration if duration and (compute is None or gradient is None) and arch == "allreduce" else None
         compute = compute if compute is not None else MODELS[model][0]
         gradient = gradient if gradient is not None else MODELS[model][1]
         if iters is None:
@@ -304,6 +308,7 @@ def plain_rows(table: Table) -> list[TraceJob]:
                 dp=degrees["dp"] if arch == "hybrid" else None,
                 microbatches=(degrees["microbatches"] or 1) if arch == "hybrid" else 1,
                 activation_mb=(activation or 0.0) if arch == "hybrid" else 0.0,
+                duration_s=measured,
             )
         )
         lines.append(line)

@@ -55,6 +55,11 @@ class TraceJob:
     dp: int | None = None
     microbatches: int = 1
     activation_mb: float = 0.0
+    duration_s: float | None = None
+    """The trace's measured run time (s), communication included, at the job's reference
+    placement: the simulator sets ``compute_ms`` (and caps ``gradient_mb``) so that the job runs
+    exactly this long there, straggler-free (:mod:`.reference`).  ``None``: ``compute_ms`` and
+    ``gradient_mb`` are the job's own model (a row that gives both, or a generated job)."""
 
 
 @dataclass(frozen=True)

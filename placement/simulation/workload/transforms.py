@@ -119,7 +119,7 @@ def apply_to(
     if ps_fraction > 0:
         pick = np.random.default_rng(ps_seed).random(len(out)) < ps_fraction
         out = [
-            replace(j, architecture="ps", ps_shards=ps_shards) if p and j.architecture != "ps" else j
+            replace(j, architecture="ps", ps_shards=ps_shards, duration_s=None) if p and j.architecture != "ps" else j
             for j, p in zip(out, pick)
         ]
         notes.append(f"{_g(100 * ps_fraction)}% parameter-server jobs of {ps_shards} shards (seed {ps_seed})")
@@ -148,7 +148,7 @@ def _as_hybrid(jobs: list[TraceJob], fraction: float, seed: int, most_gpus: int)
             continue
         per = max(0.001, round(j.compute_ms / (shape["pp"] * shape["microbatches"]), 3))
         shape.pop("gradient_mb")
-        out.append(replace(j, compute_ms=per, **shape))
+        out.append(replace(j, compute_ms=per, duration_s=None, **shape))
     return out
 
 

@@ -1,0 +1,110 @@
+"""A trace's duration is a measurement (DESIGN.md, "A trace's duration is a measurement"): the
+job's run, communication included, at the placement it had.  The simulator calls that its
+*reference placement*: the gang on the fewest servers of the cluster, within the narrowest
+bandwidth domain that holds them.  There, straggler-free, an iteration takes exactly
+``T_ref = 1000 * duration / iterations`` ms; its all-reduce there, ``C_ref``, is capped at
+``comm_share_max`` of ``T_ref`` by scaling the job's gradient, and ``compute_ms = T_ref - C_ref``.
+Any other placement changes the run only through its communication and its slowdowns.
+
+``comm="off"`` makes communication free at every placement (the gradient and activations are
+zero, ``compute_ms = T_ref``): the semantics of the simulators that ignore placement."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from placement.model.records import Instance, Job
+from placement.problem.rules import comm_ms
+from placement.problem.topology import cluster_of
+from placement.simulation.workload.records import TraceJob
+
+__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_bandwidth", "as_measured"]
+
+COMM_SHARE_MAX = 0.48
+"""The largest share of a job's measured iteration time its all-reduce may take at its
+reference placement.  The median share of gradient synchronisation in the step time of every
+multi-node placement Pollux measured (``shared/data/pollux-placements``: 4,283 rows of cifar10,
+deepspeech2, imagenet and ncf on 2-4 nodes; per job 0.26, 0.25, 0.19 and 0.71; the 95th
+percentile of all rows 0.75).  A model table's gradient at the reference bandwidth may claim
+more of a trace's duration than real jobs spend communicating; the cap keeps the rest compute."""
+
+COMM_MODES = ("on", "off")
+"""``SimConfig.comm``: ``on`` (communication costs what the model says) or ``off`` (free at
+every placement, as in simulators whose job speed depends on the GPU count only)."""
+
+
+def _usable(cluster: Instance, tj: TraceJob) -> list[int]:
+    speeds = tj.gpu_speed
+    return [
+        k
+        for k, s in enumerate(cluster.servers)
+        if s.free_gpus > 0 and (speeds is None or float(speeds.get(s.gpu_type, 0.0)) > 0)
+    ]
+
+
+def reference_bandwidth(cluster: Instance, tj: TraceJob) -> float:
+    """``B`` of ``tj``'s reference placement on ``cluster``: the fewest servers (by free GPUs)
+    that hold its gang, within the narrowest bandwidth domain holding that many; one server's
+    own GPU-to-GPU bandwidth when one holds it (the best such server's).  ``0.0`` when no
+    connected set of servers holds the gang."""
+    usable = _usable(cluster, tj)
+    caps = np.array([cluster.servers[k].free_gpus for k in usable], dtype=np.int64)
+    if not len(caps) or caps.sum() < tj.workers:
+        return 0.0
+    if caps.max() >= tj.workers:
+        return max(cluster.servers[k].intra_bandwidth_gbps for k, c in zip(usable, caps) if c >= tj.workers)
+    k_min = int(np.searchsorted(np.cumsum(np.sort(caps)[::-1]), tj.workers) + 1)
+    cl = cluster_of(cluster)
+    ok = set(usable)
+    best = 0.0
+    for d, members in zip(cl.domains, cl.domain_members):
+        m = [int(p) for p in members if int(p) in ok]
+        top = sorted((cluster.servers[p].free_gpus for p in m), reverse=True)[:k_min]
+        if len(top) == k_min and sum(top) >= tj.workers:
+            best = max(best, d.bandwidth_gbps)
+    return best
+
+
+def as_measured(
+    cluster: Instance, jobs: Sequence[TraceJob], *, comm: str = "on", comm_share_max: float = COMM_SHARE_MAX
+) -> tuple[list[TraceJob], int]:
+    """``jobs`` as the simulator runs them on ``cluster``, and how many had their gradient
+    scaled down to the cap.  A job with a measured ``duration_s`` gets the compute that makes
+    its reference placement run exactly that long, straggler-free; a job without one keeps its
+    own ``compute_ms`` and ``gradient_mb``.  With ``comm="off"`` every job communicates
+    nothing.
+
+    >>> from placement.instances import load_bundled
+    >>> j = TraceJob("a", 0.0, 2, 1000, 0.0, 40.0, duration_s=100.0)
+    >>> [k], scaled = as_measured(load_bundled("tiny"), [j], comm="off")
+    >>> (k.compute_ms, k.gradient_mb, scaled)
+    (100.0, 0.0, 0)
+    """
+    if comm not in COMM_MODES:
+        raise ValueError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
+    out: list[TraceJob] = []
+    scaled = 0
+    bandwidth: dict[tuple[int, object], float] = {}
+    for tj in jobs:
+        if tj.duration_s is None:
+            out.append(tj if comm == "on" else replace(tj, gradient_mb=0.0, activation_mb=0.0))
+            continue
+        t_ref = 1000.0 * tj.duration_s / tj.iterations
+        gradient = 0.0 if comm == "off" else tj.gradient_mb
+        c_ref = 0.0
+        if gradient > 0 and tj.workers > 1:
+            key = (tj.workers, tuple(sorted(tj.gpu_speed.items())) if tj.gpu_speed else None)
+            if key not in bandwidth:
+                bandwidth[key] = reference_bandwidth(cluster, tj)
+            c_ref = comm_ms(Job("ref", tj.workers, t_ref, gradient), bandwidth[key])
+            cap = comm_share_max * t_ref
+            if c_ref > cap:
+                gradient = gradient * cap / c_ref if math.isfinite(c_ref) else 0.0
+                c_ref = cap if math.isfinite(c_ref) else 0.0
+                scaled += 1
+        out.append(replace(tj, compute_ms=t_ref - c_ref, gradient_mb=gradient))
+    return out, scaled
