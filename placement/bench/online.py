@@ -134,6 +134,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
     "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
     "proactive-cp": {"method": "auto", "knowledge": "estimated", **REPLAN, "change_points": "bocpd"},
+    # one default changed at a time (candidates on the grid)
+    "proactive-p0": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 0.0},
+    "proactive-p2": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 2.0},
+    "proactive-m10": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.10},
+    "proactive-m0": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.0},
+    "proactive-r2h": {"method": "auto", "knowledge": "estimated", **REPLAN, "replan_every_s": 7200.0},
+    "proactive-freed": {"method": "auto", "knowledge": "estimated", **REPLAN, "replan_events": ["freed"]},
+    "proactive-expected": {"method": "auto", "knowledge": "estimated", **REPLAN, "plan_by": "expected"},
+    "proactive-e30": {"method": "auto", "knowledge": "estimated", **REPLAN, "estimate_every_s": 1800.0},
+    "proactive-d01": {"method": "auto", "knowledge": "estimated", **REPLAN, "decision_time_limit_s": 0.1},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
 REMOVED: tuple[str, ...] = ("oracle", "proactive", "proactive-cp", "clairvoyant")
@@ -297,7 +307,20 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         "consolidation_inflation": inflation,
         "inflation_removed": removed,
         "consolidation_inflation_removed": removed_of(per, "consolidate", "consolidate-none"),
+        "vs_consolidation": {
+            c: {m: list(paired_change(_metric(per[c], m), _metric(per["consolidate"], m))[:3]) for m in CHANGED}
+            for c in per
+            if "consolidate" in per and c != "consolidate" and per[c]
+        },
     }
+
+
+CHANGED = ("avg_jct_s", "p99_jct_s", "avg_queue_w1_s")
+"""The metrics whose paired change against consolidation every configuration reports."""
+
+
+def _metric(by_seed: dict[int, dict[str, Any]], metric: str) -> dict[int, float]:
+    return {s: float(r[metric]) for s, r in by_seed.items() if r.get(metric) is not None}
 
 
 def removed_of(per: dict[str, dict[int, dict[str, Any]]], base: str, none: str) -> dict[str, Any]:
@@ -306,7 +329,7 @@ def removed_of(per: dict[str, dict[int, dict[str, Any]]], base: str, none: str) 
     out: dict[str, Any] = {}
     if base not in per or none not in per:
         return out
-    for config in (c for c in REMOVED if c in per):
+    for config in (c for c in per if c not in (base, none) and "none" not in c):
         seeds = sorted(set(per[config]) & set(per[base]) & set(per[none]))
         shares = [
             (per[base][s]["avg_jct_s"] - per[config][s]["avg_jct_s"])
@@ -364,6 +387,16 @@ def _write(result: dict[str, Any], out: Path) -> None:
                 "that each removes, per seed: "
                 + "; ".join(f"`{c}` {_ci(v, pct=True)}" for c, v in cell["inflation_removed"].items() if v),
             ]
+        if cell.get("consolidation_inflation_removed"):
+            lines += [
+                "",
+                "Share of consolidation's straggler inflation (`consolidate` - `consolidate-none`) that each removes, "
+                "per seed (above 100%: it also cuts what consolidation pays without stragglers, its spread "
+                "placements' communication): "
+                + "; ".join(
+                    f"`{c}` {_ci(v, pct=True)}" for c, v in cell["consolidation_inflation_removed"].items() if v
+                ),
+            ]
         lines.append("")
     (out / "online.md").write_text("\n".join(lines))
     if any(c.startswith("grid-") for c in result["cells"]):
@@ -397,61 +430,68 @@ def _size_table(cell: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+GRID_REFERENCES = ("consolidate", "consolidate-none", "clairvoyant")
+"""The grid's references; every other configuration run on it is a candidate (a set of
+defaults) judged by its worst cell."""
+
+
 def grid_table(result: dict[str, Any]) -> str:
     """The grid's table (``grid.md``): per cell, consolidation's mean JCT and straggler
-    inflation, the proactive loop's and the clairvoyant reference's paired change against
-    it (mean, p99), the shares of the inflation each removes, and the one-GPU jobs' queueing;
-    then the worst cell of each goal."""
-
-    def eff(cell: dict[str, Any], new: str, metric: str) -> Any:
-        for e in cell["effects"]:
-            if (e["new"], e["base"], e["metric"]) == (new, "consolidate", metric):
-                return e["change"]
-        return None
-
+    inflation and the clairvoyant reference's change and share of that inflation removed; per
+    candidate (every other configuration) its paired change of mean and p99 JCT against
+    consolidation, the share of the inflation it removes and the one-GPU jobs' mean queueing;
+    then each candidate's worst cell for every goal, side by side."""
+    cells = result["cells"]
+    candidates = list(dict.fromkeys(c for cell in cells.values() for c in cell["configs"] if c not in GRID_REFERENCES))
     lines = [
-        "| cell | jobs | consolidation mean JCT | inflation | proactive / consolidation, mean | p99 "
-        "| clairvoyant / consolidation | inflation removed: proactive | clairvoyant | 1-GPU queueing: "
-        "consolidation | proactive |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | jobs | consolidation mean JCT | inflation | clairvoyant: mean | removed | 1-GPU queue "
+        + "".join(f"| {c}: mean | p99 | removed | 1-GPU queue " for c in candidates)
+        + "|",
+        "|---|---|---|---|---|---|---|" + "---|---|---|---|" * len(candidates),
     ]
-    worst: dict[str, tuple[float, str]] = {}
+    worst: dict[str, dict[str, tuple[float, str]]] = {c: {} for c in candidates}
 
-    def note(key: str, value: float | None, cname: str, higher_is_worse: bool = True) -> None:
+    def note(config: str, key: str, value: float | None, cname: str, higher_is_worse: bool = True) -> None:
         if value is None:
             return
         v = value if higher_is_worse else -value
-        if key not in worst or v > worst[key][0]:
-            worst[key] = (v, cname)
+        if key not in worst[config] or v > worst[config][key][0]:
+            worst[config][key] = (v, cname)
 
-    for cname, cell in result["cells"].items():
+    for cname, cell in cells.items():
         cf = cell["configs"]
         cons = cf.get("consolidate", {})
-        pro, p99 = eff(cell, "proactive", "avg_jct_s"), eff(cell, "proactive", "p99_jct_s")
-        clair = eff(cell, "clairvoyant", "avg_jct_s")
+        vs = cell.get("vs_consolidation", {})
         rem = cell.get("consolidation_inflation_removed", {})
-        jobs = cons.get("jobs")
-        lines.append(
-            f"| {cname} | {_mean(jobs)} | {_ci(cons.get('avg_jct_s'))} | {_ci(cell['consolidation_inflation'], pct=True)} "
-            f"| {_ci(pro, pct=True)} | {_ci(p99, pct=True)} | {_ci(clair, pct=True)} "
-            f"| {_ci(rem.get('proactive'), pct=True)} | {_ci(rem.get('clairvoyant'), pct=True)} "
-            f"| {_mean(cons.get('avg_queue_w1_s'))} | {_mean(cf.get('proactive', {}).get('avg_queue_w1_s'))} |"
+        row = (
+            f"| {cname} | {_mean(cons.get('jobs'))} | {_mean(cons.get('avg_jct_s'))} "
+            f"| {_ci(cell['consolidation_inflation'], pct=True)} "
+            f"| {_ci(vs.get('clairvoyant', {}).get('avg_jct_s'), pct=True)} | {_ci(rem.get('clairvoyant'), pct=True)} "
+            f"| {_mean(cons.get('avg_queue_w1_s'))} "
         )
-        note("proactive / consolidation, mean (upper end of the interval)", pro[2] if pro else None, cname)
-        note("proactive / consolidation, p99", p99[0] if p99 else None, cname)
-        if rem.get("proactive") and rem.get("clairvoyant") and rem["clairvoyant"][0] >= 0.3:
-            note(
-                "proactive's removal over clairvoyant's (where clairvoyant removes >= 30%)",
-                rem["proactive"][0] / rem["clairvoyant"][0],
-                cname,
-                higher_is_worse=False,
+        clair = rem.get("clairvoyant")
+        for c in candidates:
+            mean, p99 = vs.get(c, {}).get("avg_jct_s"), vs.get(c, {}).get("p99_jct_s")
+            row += (
+                f"| {_ci(mean, pct=True)} | {_ci(p99, pct=True)} | {_ci(rem.get(c), pct=True)} "
+                f"| {_mean(cf.get(c, {}).get('avg_queue_w1_s'))} "
             )
-    lines += ["", "Worst cells:", ""]
-    for key, (v, cname) in worst.items():
-        shown = -v if "removal" in key else v
-        lines.append(
-            f"- {key}: {100 * shown:.0f}% ({cname})" if "removal" in key else f"- {key}: {100 * shown:+.1f}% ({cname})"
-        )
+            note(c, "mean JCT / consolidation's, upper end of the interval", mean[2] if mean else None, cname)
+            note(c, "p99 JCT / consolidation's", p99[0] if p99 else None, cname)
+            if rem.get(c) and clair and clair[0] >= 0.3:
+                note(c, "its removal over clairvoyant's (where that is >= 30%)", rem[c][0] / clair[0], cname, False)
+            q0, q1 = cons.get("avg_queue_w1_s"), cf.get(c, {}).get("avg_queue_w1_s")
+            if q0 and q1 and q0[0] > 0:
+                note(c, "1-GPU jobs' mean queueing / consolidation's", q1[0] / q0[0] - 1, cname)
+        lines.append(row + "|")
+    lines += ["", "Worst cell of each candidate, per goal (mean over seeds; changes against consolidation):", ""]
+    for c in candidates:
+        parts = []
+        for key, (v, cname) in worst[c].items():
+            shown = -v if "removal" in key else v
+            parts.append(f"{key} {100 * shown:.0f}%" if "removal" in key else f"{key} {100 * shown:+.1f}%")
+            parts[-1] += f" ({cname})"
+        lines.append(f"- `{c}`: " + "; ".join(parts))
     return "\n".join(lines) + "\n"
 
 

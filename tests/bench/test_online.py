@@ -79,3 +79,69 @@ def test_the_generated_clusters_are_written_once(tmp_path):
 
     inst = load_instance(path)
     assert {s.gpu_type for s in inst.servers} == {"A100", "V100"} and sum(s.gpus for s in inst.servers) == 256
+
+
+def _grid_result() -> dict:
+    """Two cells; ``cand`` is 10% slower than consolidation in ``grid-b`` (its worst cell)."""
+
+    def per(values: dict[str, dict[int, float]], q1: dict[str, float]) -> dict:
+        return {
+            c: {s: {"avg_jct_s": v, "p99_jct_s": 2 * v, "avg_queue_w1_s": q1[c], "jobs": 10} for s, v in by.items()}
+            for c, by in values.items()
+        }
+
+    a = per(
+        {
+            "consolidate": {0: 100.0, 1: 110.0},
+            "consolidate-none": {0: 80.0, 1: 90.0},
+            "clairvoyant": {0: 82.0, 1: 92.0},
+            "cand": {0: 90.0, 1: 100.0},
+        },
+        {"consolidate": 10.0, "consolidate-none": 5.0, "clairvoyant": 5.0, "cand": 8.0},
+    )
+    b = per(
+        {
+            "consolidate": {0: 100.0, 1: 100.0},
+            "consolidate-none": {0: 95.0, 1: 95.0},
+            "clairvoyant": {0: 99.0, 1: 99.0},
+            "cand": {0: 110.0, 1: 110.0},
+        },
+        {"consolidate": 10.0, "consolidate-none": 5.0, "clairvoyant": 5.0, "cand": 15.0},
+    )
+    return {"cells": {"grid-a": online._cell_summary(a), "grid-b": online._cell_summary(b)}}
+
+
+def test_the_grid_table_names_each_candidates_worst_cell():
+    res = _grid_result()
+    a = res["cells"]["grid-a"]
+    # cand removes half of consolidation's inflation in grid-a (paired, per seed)
+    assert a["consolidation_inflation_removed"]["cand"][0] == pytest.approx(0.5)
+    assert a["vs_consolidation"]["cand"]["avg_jct_s"][0] == pytest.approx(((90 / 100) + (100 / 110)) / 2 - 1)
+    text = online.grid_table(res)
+    assert text.count("\n| grid-") == 2
+    (worst,) = [line for line in text.splitlines() if line.startswith("- `cand`")]
+    assert "mean JCT / consolidation's, upper end of the interval +10.0% (grid-b)" in worst
+    assert "1-GPU jobs' mean queueing / consolidation's +50.0% (grid-b)" in worst
+    # clairvoyant removes >= 30% only in grid-a (90%), where cand removes 50%: 56% of it
+    assert "its removal over clairvoyant's (where that is >= 30%) 56% (grid-a)" in worst
+
+
+def test_the_grid_spans_loads_shapes_regimes_and_both_traces(tmp_path):
+    from placement.formats import load_instance
+    from placement.instances import load_bundled
+    from placement.problem.topology import cluster_of
+
+    cells = [online.CELLS[c] for c in online.GRID]
+    assert {c.trace_options.get("load", 1.0) for c in cells} >= {0.5, 1.0, 2.0}
+    assert {c.trace for c in cells} == {"elasticflow-cluster03", "elasticflow-cluster04"}
+    gpus, tiers = set(), set()
+    for name in {c.cluster for c in cells}:
+        path = online.cluster_file(name, tmp_path)
+        inst = load_bundled(name) if path == name else load_instance(path)
+        gpus.add(sum(s.gpus for s in inst.servers))
+        tiers.add(len(cluster_of(inst).domains))  # one switch's servers, or racks under a spine
+    assert {128, 256, 1024} <= gpus and 1 in tiers and max(tiers) > 1
+    # calm, hot and heavy-tailed regimes
+    assert {"--regime calm", "--regime heavy-tail"} <= {
+        f"--regime {w}" for g in online.GENERATED.values() for w in ("calm", "heavy-tail") if f"--regime {w}" in g
+    }
