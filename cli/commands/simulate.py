@@ -298,7 +298,7 @@ from placement.solving.budget import CLOCKS
     type=FiniteRange(min=0),
     default=None,
     help="amortized prices: a move must also cut the job's believed expected iteration time by this share "
-    "[default: 0.05 with estimated knowledge, else 0].",
+    "[default: 0].",
 )
 @click.option(
     "--patience",

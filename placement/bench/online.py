@@ -134,16 +134,38 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
     "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
     "proactive-cp": {"method": "auto", "knowledge": "estimated", **REPLAN, "change_points": "bocpd"},
-    # one default changed at a time (candidates on the grid)
-    "proactive-p0": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 0.0},
-    "proactive-p2": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 2.0},
-    "proactive-m10": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.10},
-    "proactive-m0": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.0},
-    "proactive-r2h": {"method": "auto", "knowledge": "estimated", **REPLAN, "replan_every_s": 7200.0},
-    "proactive-freed": {"method": "auto", "knowledge": "estimated", **REPLAN, "replan_events": ["freed"]},
-    "proactive-expected": {"method": "auto", "knowledge": "estimated", **REPLAN, "plan_by": "expected"},
-    "proactive-e30": {"method": "auto", "knowledge": "estimated", **REPLAN, "estimate_every_s": 1800.0},
-    "proactive-d01": {"method": "auto", "knowledge": "estimated", **REPLAN, "decision_time_limit_s": 0.1},
+    # candidates on the grid: the defaults before 2026-12-06 (proactive-m5: a 5% move margin
+    # with estimated knowledge) and the same with one other default changed
+    "proactive-p0": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 0.0, "move_margin": 0.05},
+    "proactive-m5": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.05},
+    "proactive-r2h": {
+        "method": "auto",
+        "knowledge": "estimated",
+        **REPLAN,
+        "replan_every_s": 7200.0,
+        "move_margin": 0.05,
+    },
+    "proactive-expected": {
+        "method": "auto",
+        "knowledge": "estimated",
+        **REPLAN,
+        "plan_by": "expected",
+        "move_margin": 0.05,
+    },
+    "proactive-e30": {
+        "method": "auto",
+        "knowledge": "estimated",
+        **REPLAN,
+        "estimate_every_s": 1800.0,
+        "move_margin": 0.05,
+    },
+    "proactive-d01": {
+        "method": "auto",
+        "knowledge": "estimated",
+        **REPLAN,
+        "decision_time_limit_s": 0.1,
+        "move_margin": 0.05,
+    },
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
 REMOVED: tuple[str, ...] = ("oracle", "proactive", "proactive-cp", "clairvoyant")

@@ -79,11 +79,15 @@ the objective is the expected remaining time ``sum_j w_j R_j E[T_j]`` and a move
 ``w_j restart_s`` (the same rule for one job; jobs with much work left outweigh the rest).
 ``gpu_time``: ``remaining`` with every job weighted by its GPUs (remaining GPU-time, what the
 queue waits on; a restart in GPU-seconds).  ``none``: whole iterations, moves free."""
-MOVE_MARGIN = {"estimated": 0.05}
-"""The default move margin by knowledge: estimates refitted from logs differ by a few percent
-from server to server and from hour to hour where the truth does not (on the README window a
-job of days moved every other hour at no margin: 1,484 moves, against 812 at 2% and 456 at 5%,
-mean JCT 35,176 / 34,659 / 34,517 s); the true laws need none."""
+MOVE_MARGIN: dict[str, float] = {}
+"""The default move margin by knowledge: none, for every knowledge, since 2026-12-06.  A margin
+of 0.05 with estimated knowledge (the default before) was chosen on the README window when
+refitted estimates made a job of days move every other hour; on the grid the defaults are chosen
+on (``python -m placement.bench online --grid``, 11 cells, 3 seeds) it was the worst choice: on a
+hot, loaded 192-GPU cluster (cluster04 days 50-52) one seed in eight ran 17% slower than
+consolidation (104,120 s against 89,261 s) and its worst cell's mean was +2.8% [-5.8, +16.6]
+against consolidation, where no margin gives -5.2% [-6.7, -2.8] and every cell at or below
+consolidation, with about twice the moves.  See ``benchmarks/README.md``."""
 PATIENCE = 1.0
 """The default patience of the proactive loop (:attr:`SimConfig.patience`): wait at most what
 starting at once would lose, the ski-rental rule that is never worse than twice the better of
