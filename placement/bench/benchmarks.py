@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from placement.bench.online import CELLS, GRID, GRID_CONFIGS, bench_online
+from placement.bench.online import CELLS, GRID, GRID_CONFIGS, LADDER, bench_online
 from placement.bench.online import CONFIGS as ONLINE_CONFIGS
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
@@ -453,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     sm.add_argument("--auto-jobs", type=int, default=1000)
     on = sub.add_parser("online", help="the proactive loop's JCT, effects separated, intervals over seeds")
     on.add_argument("--cells", default="cluster04-pod256-markov,cluster04-hetero256-mixed", help="comma-separated")
-    on.add_argument("--configs", default=",".join(ONLINE_CONFIGS), help="comma-separated")
+    on.add_argument("--configs", default=",".join(LADDER), help=f"comma-separated, of {', '.join(ONLINE_CONFIGS)}")
     on.add_argument("--seeds", default="0,1,2,3,4")
     on.add_argument("--replan-price", default="amortized")
     on.add_argument("--decision-time-limit", type=float, default=DECISION_TIME_LIMIT_S)

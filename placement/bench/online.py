@@ -38,7 +38,17 @@ import numpy as np
 
 from placement.simulation.config import DECISION_TIME_LIMIT_S, SIZE_CLASSES, size_class_fields
 
-__all__ = ["CELLS", "CONFIGS", "GRID", "GRID_CONFIGS", "Cell", "bootstrap_mean", "paired_change", "bench_online"]
+__all__ = [
+    "CELLS",
+    "CONFIGS",
+    "LADDER",
+    "GRID",
+    "GRID_CONFIGS",
+    "Cell",
+    "bootstrap_mean",
+    "paired_change",
+    "bench_online",
+]
 
 BOOTSTRAP = 10_000
 WINDOW = {"window_start_s": 2_419_200.0, "window_s": 48 * 3600.0}
@@ -168,6 +178,19 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
+LADDER: tuple[str, ...] = (
+    "consolidate",
+    "consolidate-none",
+    "arrival",
+    "defrag",
+    "defrag-none",
+    "oracle",
+    "proactive",
+    "proactive-cp",
+    "clairvoyant",
+)
+"""The ladder that separates the effects (the default configurations of the benchmark); the
+other configurations are the grid's candidates."""
 REMOVED: tuple[str, ...] = ("oracle", "proactive", "proactive-cp", "clairvoyant")
 """The configurations whose share removed of oblivious knowledge's straggler inflation with
 re-planning (``(defrag - x) / (defrag - defrag-none)``, per seed) is reported."""
