@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import functools
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -452,9 +451,13 @@ def main(argv: list[str] | None = None) -> None:
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
     on = sub.add_parser("online", help="the proactive loop's JCT, effects separated, intervals over seeds")
-    on.add_argument("--cells", default="cluster04-pod256-markov,cluster04-hetero256-mixed", help="comma-separated")
-    on.add_argument("--configs", default=",".join(LADDER), help=f"comma-separated, of {', '.join(ONLINE_CONFIGS)}")
-    on.add_argument("--seeds", default="0,1,2,3,4")
+    on.add_argument(
+        "--cells", default=None, help="comma-separated [default: cluster04-pod256-markov,cluster04-hetero256-mixed]"
+    )
+    on.add_argument(
+        "--configs", default=None, help=f"comma-separated, of {', '.join(ONLINE_CONFIGS)} [default: the ladder]"
+    )
+    on.add_argument("--seeds", default=None, help="comma-separated [default: 0,1,2,3,4; 0,1,2 with --grid]")
     on.add_argument("--replan-price", default="amortized")
     on.add_argument("--decision-time-limit", type=float, default=DECISION_TIME_LIMIT_S)
     on.add_argument("--parallel", type=int, default=1)
@@ -470,11 +473,9 @@ def main(argv: list[str] | None = None) -> None:
     on.add_argument("-o", "--out", default=None, help="default benchmarks/online (benchmarks/online-grid with --grid)")
     a = ap.parse_args(argv)
     if a.what == "online":
-        if a.grid:
-            given = {x.split("=")[0].lstrip("-") for x in (argv or sys.argv[1:]) if x.startswith("--")}
-            a.cells = a.cells if "cells" in given else ",".join(GRID)
-            a.configs = a.configs if "configs" in given else ",".join(GRID_CONFIGS)
-            a.seeds = a.seeds if "seeds" in given else "0,1,2"
+        a.cells = a.cells or ",".join(GRID if a.grid else ("cluster04-pod256-markov", "cluster04-hetero256-mixed"))
+        a.configs = a.configs or ",".join(GRID_CONFIGS if a.grid else LADDER)
+        a.seeds = a.seeds or ("0,1,2" if a.grid else "0,1,2,3,4")
         a.out = a.out or ("benchmarks/online-grid" if a.grid else "benchmarks/online")
         unknown = [c for c in a.cells.split(",") if c not in CELLS] + [
             c for c in a.configs.split(",") if c not in ONLINE_CONFIGS

@@ -135,6 +135,10 @@ GENERATED: dict[str, str] = {
 (``hetero256`` is ``pod256``'s shape with two GPU types)."""
 
 REPLAN = {"replan": "on", "replan_every_s": 3600.0, "restart_s": 300.0}
+PROACTIVE = {"method": "auto", "knowledge": "estimated", **REPLAN}
+"""The proactive loop with the defaults of now."""
+PREVIOUS = {**PROACTIVE, "move_margin": 0.05}
+"""The proactive loop with the defaults before 2026-12-06 (a 5% move margin)."""
 CONFIGS: dict[str, dict[str, Any]] = {
     "consolidate": {"method": "consolidate", "knowledge": "oblivious"},
     "consolidate-none": {"method": "consolidate", "knowledge": "oblivious", "dynamics": "none"},
@@ -142,40 +146,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "defrag": {"method": "auto", "knowledge": "oblivious", **REPLAN},
     "defrag-none": {"method": "auto", "knowledge": "oblivious", **REPLAN, "dynamics": "none"},
     "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
-    "proactive": {"method": "auto", "knowledge": "estimated", **REPLAN},
-    "proactive-cp": {"method": "auto", "knowledge": "estimated", **REPLAN, "change_points": "bocpd"},
+    "proactive": PROACTIVE,
+    "proactive-cp": {**PROACTIVE, "change_points": "bocpd"},
     # candidates on the grid: the defaults before 2026-12-06 (proactive-m5: a 5% move margin
     # with estimated knowledge) and the same with one other default changed
-    "proactive-p0": {"method": "auto", "knowledge": "estimated", **REPLAN, "patience": 0.0, "move_margin": 0.05},
-    "proactive-m5": {"method": "auto", "knowledge": "estimated", **REPLAN, "move_margin": 0.05},
-    "proactive-r2h": {
-        "method": "auto",
-        "knowledge": "estimated",
-        **REPLAN,
-        "replan_every_s": 7200.0,
-        "move_margin": 0.05,
-    },
-    "proactive-expected": {
-        "method": "auto",
-        "knowledge": "estimated",
-        **REPLAN,
-        "plan_by": "expected",
-        "move_margin": 0.05,
-    },
-    "proactive-e30": {
-        "method": "auto",
-        "knowledge": "estimated",
-        **REPLAN,
-        "estimate_every_s": 1800.0,
-        "move_margin": 0.05,
-    },
-    "proactive-d01": {
-        "method": "auto",
-        "knowledge": "estimated",
-        **REPLAN,
-        "decision_time_limit_s": 0.1,
-        "move_margin": 0.05,
-    },
+    "proactive-m5": PREVIOUS,
+    "proactive-p0": {**PREVIOUS, "patience": 0.0},
+    "proactive-r2h": {**PREVIOUS, "replan_every_s": 7200.0},
+    "proactive-expected": {**PREVIOUS, "plan_by": "expected"},
+    "proactive-e30": {**PREVIOUS, "estimate_every_s": 1800.0},
+    "proactive-d01": {**PREVIOUS, "decision_time_limit_s": 0.1},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
 }
 LADDER: tuple[str, ...] = (
@@ -324,34 +304,23 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
     for name, new, base in EFFECTS:
         if new in per and base in per:
             for metric in ("avg_jct_s", "p99_jct_s"):
-                a = {s: float(r[metric]) for s, r in per[new].items()}
-                b = {s: float(r[metric]) for s, r in per[base].items()}
-                m, lo, hi, n = paired_change(a, b)
+                m, lo, hi, n = paired_change(_metric(per[new], metric), _metric(per[base], metric))
                 effects.append(
                     {"effect": name, "new": new, "base": base, "metric": metric, "change": [m, lo, hi], "seeds": n}
                 )
     inflation = None
     if "consolidate" in per and "consolidate-none" in per:
-        a = {s: float(r["avg_jct_s"]) for s, r in per["consolidate"].items()}
-        b = {s: float(r["avg_jct_s"]) for s, r in per["consolidate-none"].items()}
-        m, lo, hi, n = paired_change(a, b)
+        m, lo, hi, _ = paired_change(
+            _metric(per["consolidate"], "avg_jct_s"), _metric(per["consolidate-none"], "avg_jct_s")
+        )
         inflation = [m, lo, hi]
-    removed: dict[str, Any] = {}
-    if "defrag" in per and "defrag-none" in per:
-        for config in (c for c in REMOVED if c in per):
-            shares = [
-                (per["defrag"][s]["avg_jct_s"] - per[config][s]["avg_jct_s"])
-                / (per["defrag"][s]["avg_jct_s"] - per["defrag-none"][s]["avg_jct_s"])
-                for s in sorted(set(per[config]) & set(per["defrag"]) & set(per["defrag-none"]))
-                if per["defrag"][s]["avg_jct_s"] != per["defrag-none"][s]["avg_jct_s"]
-            ]
-            removed[config] = bootstrap_mean(shares) if shares else None
+    removed = removed_of(per, "defrag", "defrag-none", REMOVED)
     return {
         "configs": configs,
         "effects": effects,
         "consolidation_inflation": inflation,
         "inflation_removed": removed,
-        "consolidation_inflation_removed": removed_of(per, "consolidate", "consolidate-none"),
+        "consolidation_inflation_removed": removed_of(per, "consolidate", "consolidate-none", tuple(per)),
         "vs_consolidation": {
             c: {m: list(paired_change(_metric(per[c], m), _metric(per["consolidate"], m))[:3]) for m in CHANGED}
             for c in per
@@ -368,13 +337,16 @@ def _metric(by_seed: dict[int, dict[str, Any]], metric: str) -> dict[int, float]
     return {s: float(r[metric]) for s, r in by_seed.items() if r.get(metric) is not None}
 
 
-def removed_of(per: dict[str, dict[int, dict[str, Any]]], base: str, none: str) -> dict[str, Any]:
-    """Per configuration of :data:`REMOVED`: the share of ``base``'s straggler inflation
-    (``base - none``, per seed) it removes, mean over seeds with its interval; per seed too."""
+def removed_of(
+    per: dict[str, dict[int, dict[str, Any]]], base: str, none: str, configs: Sequence[str]
+) -> dict[str, Any]:
+    """Per configuration of ``configs`` that ran (but ``base`` and the ``none`` twins): the
+    share of ``base``'s straggler inflation (``base - none``) it removes, per seed, and its
+    mean over seeds with the bootstrap interval."""
     out: dict[str, Any] = {}
     if base not in per or none not in per:
         return out
-    for config in (c for c in per if c not in (base, none) and "none" not in c):
+    for config in (c for c in configs if c in per and c != base and "none" not in c):
         seeds = sorted(set(per[config]) & set(per[base]) & set(per[none]))
         shares = [
             (per[base][s]["avg_jct_s"] - per[config][s]["avg_jct_s"])

@@ -38,12 +38,9 @@ every placement, as in simulators whose job speed depends on the GPU count only)
 
 
 def _usable(cluster: Instance, tj: TraceJob) -> list[int]:
-    speeds = tj.gpu_speed
-    return [
-        k
-        for k, s in enumerate(cluster.servers)
-        if s.free_gpus > 0 and (speeds is None or float(speeds.get(s.gpu_type, 0.0)) > 0)
-    ]
+    """The servers with free GPUs of a type the job may use."""
+    job = Job(tj.id, tj.workers, 1.0, tj.gradient_mb, gpu_speed=tj.gpu_speed)
+    return [k for k, s in enumerate(cluster.servers) if s.free_gpus > 0 and (job.speed(s.gpu_type) or 0.0) > 0]
 
 
 def reference_bandwidth(cluster: Instance, tj: TraceJob) -> float:
