@@ -31,6 +31,7 @@ from placement.compare.rows import ROW_FIELDS, RunState
 from placement.compare.spawn import check_workers, worker_command
 from placement.errors import InvalidInputError, MethodUnavailableError
 from placement.instances import bundled_names
+from placement.solving.registry import check_method
 
 __all__ = [
     "Run",
@@ -233,7 +234,11 @@ def compare(
     raise :class:`~placement.errors.SweepBusyError`, or with ``wait`` start when it ends
     (:mod:`placement.compare.lock`).  Before any run, one worker process must import the
     package (:func:`~placement.compare.spawn.check_workers`), else
-    :class:`~placement.errors.WorkerStartError`."""
+    :class:`~placement.errors.WorkerStartError`; before that, a method that is not
+    registered, or a user's ``module:function`` that cannot be imported or does not take
+    ``(instance, options)``, is refused (:func:`~placement.solving.registry.check_method`)."""
+    for m in dict.fromkeys(methods):
+        check_method(m)
     runs = plan(expand_instances(instances), methods, seeds, time_limits, threads)
     with sweep_lock(out_dir, wait=wait, say=say):
         return _compare_locked(Path(out_dir), runs, threads, parallel, dask, grace_s, progress, say)

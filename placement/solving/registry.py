@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placement.errors import UnknownMethodError
+from placement.errors import InvalidInputError, MethodUnavailableError, UnknownMethodError
 from placement.model.records import Instance
 from placement.solving.options import Options, Outcome
 
-__all__ = ["MethodSpec", "REGISTRY", "EXACT_PREFERENCE", "get_method", "list_methods", "first_available", "KINDS"]
+__all__ = ["MethodSpec", "REGISTRY", "EXACT_PREFERENCE", "get_method", "check_method", "list_methods", "first_available", "KINDS"]
 
 KINDS = ("auto", "exact", "heuristic", "baseline")
 
@@ -42,8 +43,33 @@ class MethodSpec:
         return all(importlib.util.find_spec(m) is not None for m in self.requires)
 
     def load(self) -> MethodFn:
+        """The function; a user's (``kind == "custom"``) is checked first: its module imports,
+        it exists and takes ``(instance, options)``, else :class:`MethodUnavailableError`
+        (the module is not installed) or :class:`InvalidInputError` naming it."""
         mod, _, fn = self.entry.partition(":")
-        return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+        if self.kind != "custom":
+            return getattr(importlib.import_module(mod), fn)  # type: ignore[no-any-return]
+        try:
+            module = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            raise MethodUnavailableError(f"method {self.name!r}: cannot import {mod} ({e})") from None
+        except Exception as e:  # the user's module fails as it loads: say how, no traceback
+            raise InvalidInputError([f"method {self.name!r}: importing {mod} fails: {type(e).__name__}: {e}"]) from None
+        f = getattr(module, fn, None)
+        if not callable(f):
+            what = "no function" if f is None else f"{type(f).__name__}, not a function,"
+            raise InvalidInputError([f"method {self.name!r}: module {mod} has {what} {fn!r}"])
+        try:
+            sig = inspect.signature(f)
+        except (TypeError, ValueError):  # no signature to read (some builtins): let it run
+            return f  # type: ignore[no-any-return]
+        try:
+            sig.bind(None, None)
+        except TypeError:
+            raise InvalidInputError(
+                [f"method {self.name!r}: {mod}.{fn}{sig} must take (instance, options), as the registry's methods do"]
+            ) from None
+        return f  # type: ignore[no-any-return]
 
     def as_dict(self) -> Mapping[str, Any]:
         return {"name": self.name, "kind": self.kind, "available": self.available, "description": self.description}
@@ -188,6 +214,16 @@ def get_method(name: str) -> MethodSpec:
         return _BY_NAME[name]
     except KeyError:
         raise UnknownMethodError(name, [m.name for m in REGISTRY]) from None
+
+
+def check_method(name: str) -> MethodSpec:
+    """The registry entry of ``name`` (:func:`get_method`); a user's ``module:function`` is
+    also imported and its signature checked (:meth:`MethodSpec.load`), so that a sweep refuses
+    it before any run."""
+    spec = get_method(name)
+    if spec.kind == "custom":
+        spec.load()
+    return spec
 
 
 def list_methods(*, only_available: bool = False) -> list[MethodSpec]:

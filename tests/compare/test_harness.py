@@ -175,6 +175,32 @@ def test_compare_cli(tmp_path):
     assert r.exit_code == 2
 
 
+UNRUNNABLE = {
+    "nope.mod:func": "nope",
+    "badsig:two": "must take (instance, options)",
+    "badsig:missing": "has no function 'missing'",
+    "badsig:VALUE": "not a function",
+    "badload:f": "importing badload fails: RuntimeError: boom",
+}
+
+
+@pytest.mark.parametrize("method", sorted(UNRUNNABLE))
+def test_a_user_method_that_cannot_run_is_refused_before_any_run(method, tmp_path, monkeypatch):
+    (tmp_path / "badsig.py").write_text("VALUE = 3\n\ndef two(a, b, c):\n    return None\n")
+    (tmp_path / "badload.py").write_text("raise RuntimeError('boom')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "c"
+    r = CliRunner().invoke(cli, ["compare", "tiny", "-m", f"greedy,{method}", "-o", str(out)])
+    assert r.exit_code == 2, r.output
+    assert method in r.stderr and UNRUNNABLE[method] in r.stderr, r.stderr
+    assert not out.exists()  # refused before the sweep made its folder or started a worker
+    with pytest.raises((placement.InvalidInputError, placement.MethodUnavailableError), match="method"):
+        compare(["tiny"], [method], out_dir=out)
+    assert not out.exists()
+    r = CliRunner().invoke(cli, ["solve", "tiny", "-m", method])
+    assert r.exit_code == 2 and UNRUNNABLE[method] in r.stderr, r.output
+
+
 def test_sweep_on_a_local_dask_cluster(tmp_path):
     pytest.importorskip("distributed")
     rows = compare(
@@ -200,22 +226,28 @@ def test_a_user_method_runs_through_validation(bad_methods):
     assert sol.objective >= inst.metadata["optimum"] * (1 - 1e-9)
 
 
-def test_a_resumed_sweep_reports_every_row_in_its_folder(tmp_path):
+def test_a_resumed_sweep_reports_every_row_in_its_folder(tmp_path, monkeypatch):
+    # a user's method that refuses every instance (MethodUnavailableError): a refused row
+    (tmp_path / "refusing.py").write_text(
+        "from placement.errors import MethodUnavailableError\n\n"
+        "def place(instance, options):\n    raise MethodUnavailableError('not this instance')\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
     out = tmp_path / "sweep"
     compare(["library/tiny/hot"], ["greedy"], out_dir=out, progress=False, say=lambda m: None)
     rows = compare(
-        ["library/tiny/hot"], ["first_fit", "no_such_module:place"], out_dir=out, progress=False, say=lambda m: None
+        ["library/tiny/hot"], ["first_fit", "refusing:place"], out_dir=out, progress=False, say=lambda m: None
     )
-    assert {r["method"] for r in rows} == {"first_fit", "no_such_module:place"}
+    assert {r["method"] for r in rows} == {"first_fit", "refusing:place"}
     report = (out / "report.md").read_text()
     assert "| greedy |" in report and "| first_fit |" in report  # both sweeps' methods
     assert len((out / "runs.csv").read_text().splitlines()) == 1 + 3
     assert "## Per instance" in report and "refused" in report
     s = {r["method"]: r for r in summarise(read_rows(out / "runs.jsonl"))}
-    assert s["no_such_module:place"]["refused"] == 1 and s["no_such_module:place"]["solved"] == 0
+    assert s["refusing:place"]["refused"] == 1 and s["refusing:place"]["solved"] == 0
     from placement.compare.report import ratios
 
-    assert "no_such_module:place" not in ratios(read_rows(out / "runs.jsonl"))  # refused: no ratio
+    assert "refusing:place" not in ratios(read_rows(out / "runs.jsonl"))  # refused: no ratio
 
 
 def test_the_report_gives_every_run_its_proven_gap():
