@@ -33,7 +33,7 @@ from placement.model.records import Assignment, Instance
 from placement.model.tolerances import CPSAT_OPTIMAL_RTOL, CPSAT_PROB_UNITS, TIE_RTOL
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES, capacity_units, demand_units, exact_in_units
 from placement.problem.shards import complete_shards
-from placement.solving.backend import BackendResult, Termination
+from placement.solving.backend import MIN_SOLVE_S, BackendResult, Termination
 from placement.solving.budget import Budget
 
 __all__ = ["CpSatBackend", "Scale", "add_capacity_rows", "STATUS_TABLE"]
@@ -143,11 +143,14 @@ def _build(
             for s, ps in enumerate(probs):
                 hi = max(scale.time_floor(float(j.scen_time[:, s].max())), 0)
                 tau = m.new_int_var(0, hi, f"tau_{tag}_{s}")
-                m.add(tau >= scale.time_floor(float(j.scen_floor[s])) * p)
+                # the maximum itself, not only above each term: a bound alone leaves CP-SAT
+                # free values to step down one unit per solution (see _pinned)
+                lows = [scale.time_floor(float(j.scen_floor[s])) * p]
                 for i in range(len(ys)):
                     v = float(j.scen_time[i, s])
                     if v > j.scen_floor[s] * (1 + TIE_RTOL):
-                        m.add(tau >= scale.time_floor(v) * ys[i])
+                        lows.append(scale.time_floor(v) * ys[i])
+                m.add_max_equality(tau, lows)
                 exp_terms.append((float(ps) * scale.time_unit_ms, tau))
         else:
             assert j.t is not None and j.dt is not None and j.q is not None
@@ -157,9 +160,7 @@ def _build(
                 if dt <= 0 or not (qk < 1).any():
                     continue
                 g = m.new_int_var(0, R, f"G_{tag}_{k}")
-                for i in range(len(ys)):
-                    if qk[i] <= 0:
-                        m.add(g >= R * ys[i])
+                lows = [R * ys[i] for i in range(len(ys)) if qk[i] <= 0]
                 chain = [i for i in range(len(ys)) if 0 < qk[i] < 1]
                 if chain:
                     prev = m.new_int_var(0, R, f"pi0_{tag}_{k}")
@@ -167,10 +168,11 @@ def _build(
                     for mm, i in enumerate(chain):
                         f = int(math.ceil(float(qk[i]) * R))
                         pi = m.new_int_var(0, R, f"pi_{tag}_{k}_{mm}")
-                        m.add(pi <= prev)
-                        m.add(R * pi <= f * prev + (R - 1)).only_enforce_if(ys[i])
+                        _pinned(m, pi, prev, f, ys[i])
+                        m.add(pi == prev).only_enforce_if(~ys[i])
                         prev = pi
-                    m.add(g >= R * p - prev)
+                    lows.append(R * p - prev)
+                m.add_max_equality(g, lows or [0])
                 exp_terms.append((dt / R, g))
         if j.shards is not None:
             chosen = None if start_alloc is None else start_modes(inst, j, start_alloc, start_shards.get(job.id, {}))
@@ -271,11 +273,13 @@ def _push_pull(
                 + [0]
             )
             tau = m.new_int_var(0, hi, f"tau2_{tag}_{s}")
+            lows = [0]
             for k in range(len(sh.servers)):
                 for c, rc in zip(sh.values[k], r[k]):
                     v = scale.time_floor(float(c) * float(sh.scen[k, s]))
                     if v > 0:
-                        m.add(tau >= v * rc)
+                        lows.append(v * rc)
+            m.add_max_equality(tau, lows)
             terms.append((float(ps) * scale.time_unit_ms, tau))
         return terms
     assert sh.t is not None and sh.dt is not None and sh.q is not None
@@ -293,14 +297,31 @@ def _push_pull(
             if not link:
                 continue
             pi = m.new_int_var(0, R, f"pi2_{tag}_{t}_{k}")
-            m.add(pi <= prev)
             for q, rc in link:
-                f = int(math.ceil(q * R))
-                m.add(R * pi <= f * prev + (R - 1)).only_enforce_if(rc)
+                _pinned(m, pi, prev, int(math.ceil(q * R)), rc)
+            # no slow mode of this shard chosen (at most one is): the product goes on
+            off = m.new_bool_var(f"off2_{tag}_{t}_{k}")
+            m.add(sum(rc for _, rc in link) + off == 1)
+            m.add(pi == prev).only_enforce_if(off)
             prev = pi
-        m.add(g >= R * p - prev)
+        m.add(g == R * p - prev)
         terms.append((dt / R, g))
     return terms
+
+
+def _pinned(m: Any, pi: Any, prev: Any, f: int, lit: Any) -> None:
+    """Where ``lit`` holds, ``pi`` is the running product ``prev * f / R`` of a chain of
+    no-slowdown probabilities, rounded up in units of ``1/R`` (the caller pins ``pi == prev``
+    where no factor applies).  Pinned from both sides: with upper bounds alone the optimum is
+    the same (the objective wants every product as large as it may be), but CP-SAT then walks
+    to it one unit of ``1/R`` per improving solution, thousands of them on a 3-server
+    instance, and proved it only after 4-14 s (hypothesis examples of the parameter-server
+    property test, 2026-12-06); the maxima (``tau``, ``G``) are pinned by
+    ``add_max_equality`` for the same reason."""
+    R = CPSAT_PROB_UNITS
+    m.add(pi <= prev)
+    m.add(R * pi <= f * prev + (R - 1)).only_enforce_if(lit)
+    m.add(R * pi >= f * prev).only_enforce_if(lit)
 
 
 def add_capacity_rows(
@@ -387,6 +408,9 @@ class CpSatBackend:
             return STATUS_TABLE.get(s.status_name(code), Termination.ERROR)
 
         proven_w = True
+        if budget.left() < MIN_SOLVE_S:  # the build took the limit: starting would overrun it
+            path.append("no time left to start CP-SAT")
+            return BackendResult(Termination.NO_SOLUTION, path=path, exact=exact, message=notes)
         if index.best_effort:
             m.maximize(sum(c * v for c, v in weight_terms))
             s1 = solver()

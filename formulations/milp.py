@@ -36,7 +36,7 @@ from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES
 from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
-from placement.solving.backend import BackendResult, Termination
+from placement.solving.backend import MIN_SOLVE_S, BackendResult, Termination
 from placement.solving.budget import Budget
 
 __all__ = ["MilpBackend", "build", "STATUS_TABLE", "HIGHS_START_WITH_MODES"]
@@ -315,6 +315,10 @@ STATUS_TABLE: dict[tuple[int, int], Termination] = {
 other pair: error).  ``sol_status`` is the one that tells "integer feasible"."""
 
 
+class _NoTimeLeft(Exception):
+    """The build left less than :data:`MIN_SOLVE_S` of the limit."""
+
+
 def _solver(backend: str, time_left: float, threads: int, log: str | None, warm: bool) -> Any:
     import pulp
 
@@ -407,7 +411,10 @@ def _solve(
 
     def run(with_start: bool) -> None:
         """Solve; CBC 2.10 has crashed (SIGSEGV) on a time limit with a start: then once
-        more without the start."""
+        more without the start.  With less than :data:`MIN_SOLVE_S` left (the build took
+        the limit) the solver is not started: its start-up alone would overrun the limit."""
+        if t_end - time.monotonic() < MIN_SOLVE_S:
+            raise _NoTimeLeft
         try:
             with native_stdout_silenced():
                 b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, with_start))
@@ -448,6 +455,9 @@ def _solve(
     except pulp.PulpSolverError as e:
         path.append(f"{backend} failed: {e}")
         return Termination.ERROR, b, None, False
+    except _NoTimeLeft:
+        path.append(f"no time left to start {backend}")
+        return Termination.NO_SOLUTION, b, None, False
     finally:
         if log and os.path.exists(log):
             os.unlink(log)

@@ -24,7 +24,7 @@ without a matrix the best one.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -200,13 +200,19 @@ def _arrangements(counts: dict[int, int], cells: int) -> Iterator[tuple[int, ...
             counts[sp] += 1
 
 
-def all_stages(job: Job, counts: Mapping[int, int]) -> Iterator[PosMatrix]:
+def all_stages(
+    job: Job, counts: Mapping[int, int], stop: Callable[[], bool] | None = None
+) -> Iterator[PosMatrix]:
     """Every stage matrix with ``counts`` groups per server, one per order of its replicas
     (matrices that differ only in the order of their columns have the same iteration time: the
-    same stage boundaries, the same servers per stage)."""
+    same stage boundaries, the same servers per stage).  The walk visits every arrangement
+    (:func:`count_stages` of them, up to ``dp!`` per matrix); ``stop()``, asked every 2,048,
+    ends it early (a time limit)."""
     pp, dp = int(job.pp or 1), int(job.dp or 1)
     seen: set[tuple[tuple[int, ...], ...]] = set()
-    for seq in _arrangements({sp: k for sp, k in counts.items() if k > 0}, pp * dp):
+    for n, seq in enumerate(_arrangements({sp: k for sp, k in counts.items() if k > 0}, pp * dp)):
+        if stop is not None and n % 2048 == 2047 and stop():
+            return
         m = [list(seq[s * dp : (s + 1) * dp]) for s in range(pp)]
         key = tuple(sorted(tuple(m[s][r] for s in range(pp)) for r in range(dp)))
         if key not in seen:

@@ -17,7 +17,13 @@ from typing import Protocol
 from placement.model.records import Assignment, Instance
 from placement.solving.budget import Budget
 
-__all__ = ["Termination", "BackendResult", "Backend"]
+__all__ = ["Termination", "BackendResult", "Backend", "MIN_SOLVE_S"]
+
+
+MIN_SOLVE_S = 0.05
+"""Seconds of the time limit a backend must have left, once its model is built, to start its
+solver at all: a solve of less would overrun the limit by the solver's start-up (CBC runs as
+a process); it returns no solution instead, and the method its start."""
 
 
 class Termination(str, enum.Enum):
