@@ -83,11 +83,12 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
     - ``k >= 2`` servers, ``B*`` the widest bandwidth between two servers and ``B_s`` the
       widest of a domain with room for one stage (``dp x tp`` workers): either a stage
       boundary crosses servers (then some group's slot is at least ``a E[S] + p2p(B*)``:
-      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s), or
-      none does, so every replica's stages share a server and every stage's replicas span two
-      or more (``K C + D(B_s)``); the first needs ``pp >= 2``, the second ``dp >= 2``.  A stage
-      that no server has room for spans two or more servers in either case: ``D(B_s)`` is
-      then added to both.
+      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s, plus
+      every stage's all-reduce at the widest bandwidth a stage may have, ``D(B_1)``: the
+      widest intra-server bandwidth of a server with room for a stage, else ``B_s``), or none
+      does, so every replica's stages share a server and every stage's replicas span two or
+      more (``K C + D(B_s)``); the first needs ``pp >= 2``, the second ``dp >= 2`` and a
+      server with room for a replica's ``pp x tp`` workers.
     """
     idx = arrays_of(instance)
     job = instance.jobs[jp]
@@ -111,11 +112,15 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
         room = np.add.reduceat(free[concat], offsets)
         stage_bw = max((d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= dp * tp), default=0.0)
         sync = stage_sync_ms(job, stage_bw)
-        forced = sync if dp * tp > int(free.max()) else 0.0  # every stage spans two servers or more
+        # a stage's all-reduce at the widest bandwidth any stage may have: one server's with
+        # room for it, else its domain's (every stage spans two servers or more)
+        one = cl.intra_bandwidth[free >= dp * tp]
+        least_sync = stage_sync_ms(job, max(float(one.max()) if len(one) else 0.0, stage_bw))
         least = float(score[free > 0].min())
         compute = max(spread_lower_bound(instance, jp, k), least)
-        crossing = slots * max(compute, least + p2p_ms(job, widest)) + forced if pp > 1 else math.inf
-        apart = slots * compute + sync if dp > 1 else math.inf
+        crossing = slots * max(compute, least + p2p_ms(job, widest)) + least_sync if pp > 1 else math.inf
+        # apart: a replica's pp stages on one server, which then has room for pp x tp
+        apart = slots * compute + sync if dp > 1 and int(free.max()) >= pp * tp else math.inf
         multi = min(crossing, apart)
     return min(single, multi)
 

@@ -150,6 +150,46 @@ def test_every_job_lower_bound_is_below_every_placement_of_that_job(parameter_se
             assert lb <= r.expected_iteration_ms * (1 + 1e-9) + 1e-9, (jid, lb, r.expected_iteration_ms)
 
 
+@settings(max_examples=30)
+@given(instances(max_servers=4, max_jobs=1, max_gpus=4, hybrid=True, admission="all"))
+def test_a_hybrid_jobs_lower_bound_is_below_its_best_placement_and_mapping(inst):
+    """``hybrid_lower_bound`` (the one-server case; a stage boundary across servers plus
+    every stage's all-reduce at the widest bandwidth a stage may have; a replica's stages on
+    one server where one has room) against brute force's optimum over every placement and
+    stage mapping of the job."""
+    from placement.evaluation import job_lower_bound
+
+    if not inst.jobs or not inst.jobs[0].is_hybrid:
+        return
+    try:
+        oracle = placement.solve(inst, "brute_force", time_limit_s=30)
+    except placement.MethodUnavailableError:
+        return
+    if oracle.status.value != "optimal":
+        return
+    best = placement.evaluate(inst, oracle.assignment, oracle.shards, oracle.stages).jobs[inst.jobs[0].id]
+    lb = job_lower_bound(inst, 0)
+    assert lb <= best.expected_iteration_ms * (1 + 1e-9) + 1e-9, (lb, best.expected_iteration_ms)
+
+
+@pytest.mark.parametrize("gpus, tp", [(2, 1), (4, 2)])
+def test_a_hybrid_bound_counts_the_stages_all_reduce_where_a_boundary_crosses_servers(gpus, tp):
+    """Four servers in one rack at 25 Gbit/s, a tp x 2 x 2 job of 1 GB: the best placement
+    puts each stage on a server of its own (its all-reduce inside a server, the boundary
+    across the rack). The bound is that optimum: the crossing case now adds each stage's
+    all-reduce at the widest bandwidth a stage may have (it added none, and gave 30 ms)."""
+    from placement.evaluation import job_lower_bound
+    from placement.model import Instance, Job, Link, Server, Switch
+
+    servers = tuple(Server(f"s{i}", gpus, "A", 300.0) for i in range(4))
+    links = (Link("r0", "core", 25.0),) + tuple(Link(f"s{i}", "r0", 25.0) for i in range(4))
+    job = Job("j0", 4 * tp, 10.0, 1000.0, architecture="hybrid", tp=tp, pp=2, dp=2, microbatches=2)
+    inst = Instance("h", servers, (job,), (Switch("core"), Switch("r0")), links, admission="all")
+    oracle = placement.solve(inst, "brute_force", time_limit_s=30)
+    assert oracle.objective == pytest.approx(43.333333, rel=1e-6)
+    assert job_lower_bound(inst, 0) == pytest.approx(oracle.objective, rel=1e-9)
+
+
 @given(instances(max_servers=5, max_jobs=1, max_gpus=2), st.integers(1, 5))
 def test_the_spread_bound_is_below_the_best_k_servers(inst, k):
     """Against an enumeration of every set of k or more usable servers."""
