@@ -83,7 +83,9 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
     - ``k >= 2`` servers, ``B*`` the widest bandwidth between two servers and ``B_s`` the
       widest of a domain with room for one stage (``dp x tp`` workers): either a stage
       boundary crosses servers (then some group's slot is at least ``a E[S] + p2p(B*)``:
-      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s, plus
+      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s (where
+      no server has room for two groups, ``C`` over the ``(pp - 1) dp`` servers of the groups
+      before the last stage instead of ``min_n``, each sending across servers), plus
       every stage's all-reduce at the widest bandwidth a stage may have, ``D(B_1)``: the
       widest intra-server bandwidth of a server with room for a stage, else ``B_s``), or none
       does, so every replica's stages share a server and every stage's replicas span two or
@@ -118,7 +120,12 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
         least_sync = stage_sync_ms(job, max(float(one.max()) if len(one) else 0.0, stage_bw))
         least = float(score[free > 0].min())
         compute = max(spread_lower_bound(instance, jp, k), least)
-        crossing = slots * max(compute, least + p2p_ms(job, widest)) + least_sync if pp > 1 else math.inf
+        boundary = least
+        if int(free.max()) < 2 * tp:
+            # no server holds two of its groups: the (pp - 1) dp groups before the last stage
+            # each sit on a server of their own, every one sending across servers
+            boundary = max(least, spread_lower_bound(instance, jp, (pp - 1) * dp))
+        crossing = slots * max(compute, boundary + p2p_ms(job, widest)) + least_sync if pp > 1 else math.inf
         # apart: a replica's pp stages on one server, which then has room for pp x tp
         apart = slots * compute + sync if dp > 1 and int(free.max()) >= pp * tp else math.inf
         multi = min(crossing, apart)
