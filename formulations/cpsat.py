@@ -172,7 +172,7 @@ def _build(
                         m.add(pi == prev).only_enforce_if(~ys[i])
                         prev = pi
                     lows.append(R * p - prev)
-                m.add_max_equality(g, lows or [0])
+                m.add_max_equality(g, lows)  # not empty: some q < 1
                 exp_terms.append((dt / R, g))
         if j.shards is not None:
             chosen = None if start_alloc is None else start_modes(inst, j, start_alloc, start_shards.get(job.id, {}))

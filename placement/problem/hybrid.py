@@ -200,9 +200,7 @@ def _arrangements(counts: dict[int, int], cells: int) -> Iterator[tuple[int, ...
             counts[sp] += 1
 
 
-def all_stages(
-    job: Job, counts: Mapping[int, int], stop: Callable[[], bool] | None = None
-) -> Iterator[PosMatrix]:
+def all_stages(job: Job, counts: Mapping[int, int], stop: Callable[[], bool] | None = None) -> Iterator[PosMatrix]:
     """Every stage matrix with ``counts`` groups per server, one per order of its replicas
     (matrices that differ only in the order of their columns have the same iteration time: the
     same stage boundaries, the same servers per stage).  The walk visits every arrangement

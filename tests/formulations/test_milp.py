@@ -7,8 +7,8 @@ import pytest
 from hypothesis import example, given, settings
 
 import placement
-from placement.formulations.index import index_instance
 from placement.formats import load_instance
+from placement.formulations.index import index_instance
 from placement.instances.generate import generate
 from placement.model import Status
 from placement.problem import without_slowdowns
