@@ -297,8 +297,15 @@ from placement.solving.budget import CLOCKS
     "--move-margin",
     type=FiniteRange(min=0),
     default=None,
-    help="amortized prices: a move must also cut the job's believed expected iteration time by this share "
-    "[default: 0].",
+    help="amortized prices, while no job waits in the queue: a move must also cut the job's believed expected "
+    "iteration time by this share [default: 0.05 with estimated knowledge, else 0].",
+)
+@click.option(
+    "--queued-move-margin",
+    type=FiniteRange(min=0),
+    default=None,
+    help="the move margin while jobs wait in the queue (a move that ends a job sooner starts them sooner); "
+    "1 or more: no job moves while others wait [default: --move-margin if given, else 0].",
 )
 @click.option(
     "--patience",
@@ -370,6 +377,7 @@ def simulate(
     change_points: str,
     replan_scope: str,
     move_margin: float | None,
+    queued_move_margin: float | None,
     patience: float | None,
     ratio_to: str,
     replan_events: str,
@@ -443,6 +451,7 @@ def simulate(
         "replan_scope": replan_scope,
         "change_points": change_points,
         "move_margin": move_margin,
+        "queued_move_margin": queued_move_margin,
         "patience": patience,
         "ratio_to": ratio_to,
         "replan_events": csv_list(replan_events, "replan-events", REPLAN_EVENTS) if replan_events else [],

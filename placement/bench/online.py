@@ -138,7 +138,8 @@ REPLAN = {"replan": "on", "replan_every_s": 3600.0, "restart_s": 300.0}
 PROACTIVE = {"method": "auto", "knowledge": "estimated", **REPLAN}
 """The proactive loop with the defaults of now."""
 PREVIOUS = {**PROACTIVE, "move_margin": 0.05}
-"""The proactive loop with the defaults before 2026-12-06 (a 5% move margin)."""
+"""The proactive loop with the defaults before 2026-12-06 (a 5% move margin, jobs waiting or
+not)."""
 CONFIGS: dict[str, dict[str, Any]] = {
     "consolidate": {"method": "consolidate", "knowledge": "oblivious"},
     "consolidate-none": {"method": "consolidate", "knowledge": "oblivious", "dynamics": "none"},
@@ -151,6 +152,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # candidates on the grid: the defaults before 2026-12-06 (proactive-m5: a 5% move margin
     # with estimated knowledge) and the same with one other default changed
     "proactive-m5": PREVIOUS,
+    "proactive-m0": {**PROACTIVE, "move_margin": 0.0},
+    "proactive-still": {**PROACTIVE, "queued_move_margin": 1.0},
     "proactive-p0": {**PREVIOUS, "patience": 0.0},
     "proactive-r2h": {**PREVIOUS, "replan_every_s": 7200.0},
     "proactive-expected": {**PREVIOUS, "plan_by": "expected"},

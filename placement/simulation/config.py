@@ -20,6 +20,7 @@ __all__ = [
     "KNOWLEDGE",
     "CHANGE_POINTS",
     "MOVE_MARGIN",
+    "QUEUED_MOVE_MARGIN",
     "PATIENCE",
     "PLAN_BY",
     "RATE_CYCLES",
@@ -79,15 +80,21 @@ the objective is the expected remaining time ``sum_j w_j R_j E[T_j]`` and a move
 ``w_j restart_s`` (the same rule for one job; jobs with much work left outweigh the rest).
 ``gpu_time``: ``remaining`` with every job weighted by its GPUs (remaining GPU-time, what the
 queue waits on; a restart in GPU-seconds).  ``none``: whole iterations, moves free."""
-MOVE_MARGIN: dict[str, float] = {}
-"""The default move margin by knowledge: none, for every knowledge, since 2026-12-06.  A margin
-of 0.05 with estimated knowledge (the default before) was chosen on the README window when
-refitted estimates made a job of days move every other hour; on the grid the defaults are chosen
-on (``python -m placement.bench online --grid``, 11 cells, 3 seeds) it was the worst choice: on a
-hot, loaded 192-GPU cluster (cluster04 days 50-52) one seed in eight ran 17% slower than
-consolidation (104,120 s against 89,261 s) and its worst cell's mean was +2.8% [-5.8, +16.6]
-against consolidation, where no margin gives -5.2% [-6.7, -2.8] and every cell at or below
-consolidation, with about twice the moves.  See ``benchmarks/README.md``."""
+MOVE_MARGIN: dict[str, float] = {"estimated": 0.05}
+"""The default move margin by knowledge while no job waits in the queue: 5% with estimated
+knowledge, what refitted estimates cannot tell apart (on the whole cluster04 trace on 1,024
+GPUs, where the queue is mostly empty, no margin gave the same JCT for 5.6x the moves and 2.4x
+the CPU).  While jobs wait the margin is :data:`QUEUED_MOVE_MARGIN`.  Chosen by the worst cell
+of the grid (``python -m placement.bench online --grid``, 11 cells, 3 seeds): a 5% margin in
+force while jobs waited made a hot, loaded 192-GPU cluster (cluster04 days 50-52) run +2.8%
+[-5.8, +16.6] against consolidation, one seed 17% slower; no margin at all, -5.2% [-6.7, -2.8];
+this rule -4.5% [-6.7, -3.3], every goal of the grid met.  See ``benchmarks/README.md``."""
+QUEUED_MOVE_MARGIN = 0.0
+"""The default move margin while jobs wait in the queue (:attr:`SimConfig.queued_move_margin`):
+none, the queue counts (a move that ends a running job sooner starts the queued jobs sooner).
+Forbidding moves while jobs wait (a margin of 1) was the worst candidate of the grid: +2.5% at
+the interval's upper end against consolidation on a hot 128-GPU one-switch cluster, where this
+rule gives -20%."""
 PATIENCE = 1.0
 """The default patience of the proactive loop (:attr:`SimConfig.patience`): wait at most what
 starting at once would lose, the ski-rental rule that is never worse than twice the better of
@@ -247,7 +254,11 @@ class SimConfig:
     move_margin: float | None = None
     """``amortized`` prices: a move must also cut the job's believed expected iteration time
     by this share, what the beliefs cannot tell apart (``None``: :data:`MOVE_MARGIN` by
-    knowledge, see :attr:`margin`)."""
+    knowledge) while no job waits in the queue (see :meth:`margin`)."""
+    queued_move_margin: float | None = None
+    """The move margin while jobs wait in the queue (queue pressure: a move that ends a job
+    sooner also starts them sooner; 1 or more: no job moves while others wait); ``None``:
+    ``move_margin`` when that is given, else :data:`QUEUED_MOVE_MARGIN`."""
     patience: float | None = None
     """Delay scheduling, a ski-rental rule: a queued job whose placement now would be slower
     than its straggler-free best on an idle cluster (a spread gang's all-reduce) waits, while
@@ -290,10 +301,10 @@ class SimConfig:
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")
-        if self.move_margin is not None and not (
-            isinstance(self.move_margin, (int, float)) and math.isfinite(self.move_margin) and self.move_margin >= 0
-        ):
-            problems.append(f"move_margin must be a finite number >= 0 or None, got {self.move_margin!r}")
+        for name in ("move_margin", "queued_move_margin"):
+            v = getattr(self, name)
+            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                problems.append(f"{name} must be a finite number >= 0 or None, got {v!r}")
         if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
             problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
         if self.patience is not None and not (
@@ -319,9 +330,16 @@ class SimConfig:
         if problems:
             raise InvalidInputError(problems)
 
-    @property
-    def margin(self) -> float:
-        """The move margin in force: ``move_margin``, or :data:`MOVE_MARGIN` of the knowledge."""
+    def margin(self, queued: bool) -> float:
+        """The move margin in force, while jobs wait in the queue (``queued``) or not:
+        ``queued_move_margin`` and ``move_margin``, their defaults :data:`QUEUED_MOVE_MARGIN`
+        and :data:`MOVE_MARGIN` of the knowledge."""
+        if queued:
+            if self.queued_move_margin is not None:
+                return float(self.queued_move_margin)
+            if self.move_margin is not None:
+                return float(self.move_margin)
+            return QUEUED_MOVE_MARGIN
         return MOVE_MARGIN.get(self.knowledge, 0.0) if self.move_margin is None else float(self.move_margin)
 
     @property

@@ -371,12 +371,13 @@ class Policy:
                 {r.tj.id: tuple(tuple(ids[sp] for sp in row) for row in r.stages) for r in runs if r.stages},
             )
             pinned: list[Running] = []  # can never repay a move of their own
+            margin = self.cfg.margin(queued=bool(self.queue))
             for r in runs:
                 rep = now_ms.jobs.get(r.tj.id)
                 if rep is None:
                     continue
                 # a move must also beat the estimates' resolution
-                restart[r.tj.id] += r.tj.weight * self.cfg.margin * rep.expected_iteration_ms
+                restart[r.tj.id] += r.tj.weight * margin * rep.expected_iteration_ms
                 floor = job_lower_bound(inst, inst.job_pos[r.tj.id])
                 if r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]:
                     pinned.append(r)

@@ -19,7 +19,16 @@ from placement.errors import InvalidInputError, MethodUnavailableError, UnknownM
 from placement.model.records import Instance
 from placement.solving.options import Options, Outcome
 
-__all__ = ["MethodSpec", "REGISTRY", "EXACT_PREFERENCE", "get_method", "check_method", "list_methods", "first_available", "KINDS"]
+__all__ = [
+    "MethodSpec",
+    "REGISTRY",
+    "EXACT_PREFERENCE",
+    "get_method",
+    "check_method",
+    "list_methods",
+    "first_available",
+    "KINDS",
+]
 
 KINDS = ("auto", "exact", "heuristic", "baseline")
 

@@ -602,3 +602,44 @@ def test_patience_is_on_by_default_only_in_the_proactive_loop():
     assert SimConfig(method="auto", replan="off").wait_factor == 0.0  # placement at arrival only
     assert SimConfig(method="consolidate").wait_factor == 0.0  # baselines start jobs as soon as they fit
     assert SimConfig(method="consolidate", patience=0.5).wait_factor == 0.5
+
+
+@pytest.mark.parametrize("waiting", [False, True])
+def test_the_move_margin_holds_while_no_job_waits_and_not_while_jobs_wait(tmp_path, waiting):
+    """s0, under a 2-worker job of 20,000 iterations, turns 1.03x slow at t = 10 s: a move
+    to the free s2 at the first re-plan (120 s) saves about 3% of the ~2,000 s left, which
+    repays a 30 s restart but not a 5% margin.  With no job waiting the margin holds and the
+    job stays; with a 3-GPU job waiting for its GPUs (the queue counts: ending the running
+    job sooner starts it sooner) the margin while jobs wait (none) applies and it moves."""
+    p = tmp_path / "replay.csv"
+    p.write_text("time_s,server,slowdown\n10,s0,1.03\n")
+    c = cluster([Slowdown()] * 3)
+    jobs = [TraceJob("j", 0.0, 2, 20_000, 100.0, 1.0)]
+    if waiting:
+        jobs.append(TraceJob("wide", 1.0, 3, 100, 100.0, 1.0))
+    r = simulate(
+        c,
+        Workload(tuple(jobs), "margin", {}),
+        method="local_search",
+        knowledge="clairvoyant",
+        dynamics="replay",
+        replay_path=str(p),
+        replan_every_s=120.0,
+        restart_s=30.0,
+        move_margin=0.05,
+        queued_move_margin=0.0,
+    )
+    row = next(j for j in r.jobs if j["job"] == "j")
+    assert ("s0" in row["placement"]) is not waiting
+    assert r.summary["migrations"] == int(waiting)
+
+
+def test_the_move_margins_in_force():
+    est = SimConfig(knowledge="estimated")
+    assert (est.margin(queued=False), est.margin(queued=True)) == (0.05, 0.0)
+    assert SimConfig(knowledge="oracle").margin(queued=False) == 0.0
+    assert SimConfig(knowledge="estimated", move_margin=0.1).margin(queued=True) == 0.1  # given: both
+    both = SimConfig(knowledge="estimated", move_margin=0.1, queued_move_margin=0.02)
+    assert (both.margin(queued=False), both.margin(queued=True)) == (0.1, 0.02)
+    with pytest.raises(InvalidInputError, match="queued_move_margin"):
+        SimConfig(queued_move_margin=-1.0)
