@@ -27,7 +27,6 @@ __all__ = [
     "comm_lower_bound",
     "ps_floor_of",
     "spread_lower_bound",
-    "hybrid_sync_floor",
     "class_envelopes",
     "iid_max_means",
     "lower_bound",
@@ -115,7 +114,10 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
         room = np.add.reduceat(free[concat], offsets)
         stage_bw = max((d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= dp * tp), default=0.0)
         sync = stage_sync_ms(job, stage_bw)
-        least_sync = hybrid_sync_floor(instance, jp)
+        # every stage's all-reduce at least at the widest bandwidth any stage may have: one
+        # server's with room for it, else the widest domain's with room (every stage spans two)
+        one = cl.intra_bandwidth[free >= dp * tp]
+        least_sync = stage_sync_ms(job, max(float(one.max()) if len(one) else 0.0, stage_bw))
         least = float(score[free > 0].min())
         compute = max(spread_lower_bound(instance, jp, k), least)
         boundary = least
@@ -128,26 +130,6 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
         apart = slots * compute + sync if dp > 1 and int(free.max()) >= pp * tp else math.inf
         multi = min(crossing, apart)
     return min(single, multi)
-
-
-def hybrid_sync_floor(instance: Instance, jp: int) -> float:
-    """A hybrid job's stages' data-parallel all-reduce (``max_s D_s``) is at least one stage's
-    at the widest bandwidth any stage may have: the intra-server bandwidth of a server with
-    room for a stage (``dp x tp`` workers), else the widest domain with room for one."""
-    idx = arrays_of(instance)
-    job = instance.jobs[jp]
-    cl = cluster_of(instance)
-    tp, dp = job.unit, int(job.dp or 1)
-    free = np.where(np.isfinite(idx.job_a(jp)), cl.free_gpus // tp * tp, 0)
-    best = 0.0
-    one = cl.intra_bandwidth[free >= dp * tp]
-    if len(one):
-        best = float(one.max())
-    if cl.domains:
-        concat, offsets = cl.domain_concat
-        room = np.add.reduceat(free[concat], offsets)
-        best = max([best] + [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= dp * tp])
-    return stage_sync_ms(job, best)
 
 
 SPREAD_MAX_GROUPS = 64
