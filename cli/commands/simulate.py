@@ -92,7 +92,18 @@ from placement.solving.budget import CLOCKS
     type=click.Choice(QUEUES),
     default="fifo",
     show_default=True,
-    help="Queue order: arrival, or shortest ideal run first.",
+    help="Queue policy (who runs; the method decides where): fifo (arrival order, a job that does not fit is "
+    "skipped: backfill), fifo-strict (the head blocks), sjf (shortest straggler-free run first), srtf (preemptive: "
+    "least believed remaining time), las (preemptive: least attained GPU-seconds), tiresias (2D-LAS, thresholds "
+    "3,250 and 7,200 GPU-s), gavel (max-min fairness in rounds of 360 s). A preempted job keeps its progress and "
+    "pays --restart-s when it resumes.",
+)
+@click.option(
+    "--starvation",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="--queue tiresias: a preempted job that has waited this many times the seconds it ran goes back to the "
+    "top queue (Tiresias's STARVE_LIMIT; off by default).",
 )
 @click.option(
     "--objective",
@@ -349,6 +360,7 @@ def simulate(
     episode_median_s: float,
     persistent_share: float,
     queue: str,
+    starvation: float | None,
     objective: str,
     plan_by: str,
     decision_time_limit: float,
@@ -435,6 +447,7 @@ def simulate(
         "episode_median_s": episode_median_s,
         "persistent_share": persistent_share,
         "queue": queue,
+        "starvation": starvation,
         "objective": objective,
         "decision_time_limit_s": decision_time_limit,
         "prove": prove,

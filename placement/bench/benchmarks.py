@@ -471,7 +471,27 @@ def main(argv: list[str] | None = None) -> None:
         "clairvoyant and seeds 0,1,2 unless given); writes grid.md too",
     )
     on.add_argument("-o", "--out", default=None, help="default benchmarks/online (benchmarks/online-grid with --grid)")
+    pe = sub.add_parser(
+        "peers", help="the peers' schedulers (Tiresias, Gavel, SRTF, FIFO) with their placement and ours"
+    )
+    pe.add_argument("--cells", default=None, help="comma-separated [default: the README window, cluster03, hot192]")
+    pe.add_argument("--grid", action="store_true", help="the default cells and the online grid's")
+    pe.add_argument("--peers", default=None, help="comma-separated [default: all]")
+    pe.add_argument("--seeds", default="0,1,2,3,4")
+    pe.add_argument("--parallel", type=int, default=1)
+    pe.add_argument("-o", "--out", default="benchmarks/peers")
     a = ap.parse_args(argv)
+    if a.what == "peers":
+        from placement.bench.peers import PEERS, bench_peers, cells_of
+
+        cells = a.cells.split(",") if a.cells else list(cells_of(a.grid))
+        peers = a.peers.split(",") if a.peers else list(PEERS)
+        unknown = [c for c in cells if c not in CELLS] + [p for p in peers if p not in PEERS]
+        if unknown:
+            ap.error(f"unknown cell or peer {', '.join(unknown)} (peers: {', '.join(PEERS)})")
+        bench_peers(cells, peers, [int(x) for x in a.seeds.split(",")], Path(a.out), parallel=a.parallel)
+        print((Path(a.out) / "peers.md").read_text())
+        return
     if a.what == "online":
         a.cells = a.cells or ",".join(GRID if a.grid else ("cluster04-pod256-markov", "cluster04-hetero256-mixed"))
         a.configs = a.configs or ",".join(GRID_CONFIGS if a.grid else LADDER)

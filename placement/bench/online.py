@@ -48,6 +48,8 @@ __all__ = [
     "bootstrap_mean",
     "paired_change",
     "bench_online",
+    "run_cells",
+    "removed_of",
 ]
 
 BOOTSTRAP = 10_000
@@ -230,12 +232,38 @@ def cluster_file(name: str, out: Path) -> str:
     return str(path.resolve())
 
 
-def _runs(cell: Cell, config: str, seeds: Sequence[int], common: dict[str, Any], out: Path) -> list[Any]:
+def _runs(cell: Cell, config: dict[str, Any], seeds: Sequence[int], common: dict[str, Any], out: Path) -> list[Any]:
     from placement.simulation.runner import SimRun
 
     cluster = cluster_file(cell.cluster, out.parent.parent)
-    c = {**common, **cell.options, "dynamics": cell.dynamics, **CONFIGS[config]}
+    c = {**common, **cell.options, "dynamics": cell.dynamics, **config}
     return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
+
+
+def run_cells(
+    cells: Sequence[str],
+    configs: dict[str, dict[str, Any]],
+    seeds: Sequence[int],
+    common: dict[str, Any],
+    out: Path,
+    parallel: int = 1,
+    say: Callable[[str], None] = print,
+) -> dict[str, dict[str, dict[int, dict[str, Any]]]]:
+    """Run (resuming) every cell x configuration (name -> :class:`SimConfig` fields) x seed,
+    one sweep folder per (cell, configuration) under ``out``; the finished runs' summaries by
+    cell, configuration and seed."""
+    from placement.simulation.runner import simulate_sweep
+
+    per_cell: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+    for cname in cells:
+        per: dict[str, dict[int, dict[str, Any]]] = {}
+        for name, config in configs.items():
+            folder = out / cname / name
+            runs = _runs(CELLS[cname], config, seeds, common, folder)
+            rows = simulate_sweep(runs, folder, parallel=parallel, progress=False, say=say)
+            per[name] = {int(r["seed"]): r for r in rows if r.get("status") == "finished"}
+        per_cell[cname] = per
+    return per_cell
 
 
 def bench_online(
@@ -258,21 +286,14 @@ def bench_online(
     from dataclasses import fields
 
     from placement.simulation.config import SimConfig
-    from placement.simulation.runner import simulate_sweep
 
     unknown = sorted(set(extra or {}) - {f.name for f in fields(SimConfig)})
     if unknown:
         raise ValueError(f"not SimConfig fields: {', '.join(unknown)}")
     common = {"decision_time_limit_s": decision_time_limit_s, "replan_price": replan_price, **(extra or {})}
     result: dict[str, Any] = {"seeds": list(seeds), "replan_price": replan_price, "extra": extra or {}, "cells": {}}
-    for cname in cells:
-        cell = CELLS[cname]
-        per: dict[str, dict[int, dict[str, Any]]] = {}
-        for config in configs:
-            folder = out / cname / config
-            runs = _runs(cell, config, seeds, common, folder)
-            rows = simulate_sweep(runs, folder, parallel=parallel, progress=False, say=say)
-            per[config] = {int(r["seed"]): r for r in rows if r.get("status") == "finished"}
+    per_cell = run_cells(cells, {c: CONFIGS[c] for c in configs}, seeds, common, out, parallel, say)
+    for cname, per in per_cell.items():
         result["cells"][cname] = _cell_summary(per)
     _write(result, out)
     return result
@@ -288,6 +309,10 @@ METRICS = (
     "top1pct_jct_share",
     "avg_queue_s",
     "migrations",
+    "preemptions",
+    "rho_p50",
+    "rho_p95",
+    "gpu_utilization",
     "restart_gpu_hours",
     "decision_time_p99_s",
     "replan_time_p99_s",

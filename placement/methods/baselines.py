@@ -36,6 +36,7 @@ __all__ = [
     "spread",
     "consolidate",
     "consolidate_state",
+    "whole_servers",
     "max_survival",
     "random_placement",
 ]
@@ -220,6 +221,34 @@ def _consolidate_rule(st: State, jp: int) -> dict[int, int] | None:
     return st.fill(jp, m[np.argsort(-room_full[m], kind="stable")])
 
 
+def _whole_servers_rule(st: State, jp: int) -> dict[int, int] | None:
+    """Tiresias's placement: one server if the gang fits one (the tightest), else wholly free
+    servers within one switch (the narrowest bandwidth domain that has enough of them, the
+    whole cluster last), never a fragment of a busy server."""
+    job = st.instance.jobs[jp]
+    W = job.workers
+    c = _free(st, jp)
+    if len(c) == 0:
+        return None
+    rooms = st.room(jp, c)
+    fits = c[rooms >= W]
+    if len(fits):
+        return {int(fits[np.argmin(st.room(jp, fits))]): W}
+    whole = np.zeros(st.n, dtype=np.int64)  # a server's room if it is wholly free, else 0
+    cap = np.array([s.gpus for s in st.instance.servers])
+    whole[c] = np.where(st.gpus[c] == cap[c], rooms, 0)
+    cl = st.cluster
+    doms = sorted(range(len(cl.domains)), key=lambda d: (-cl.domains[d].bandwidth_gbps, len(cl.domains[d].servers), d))
+    for d in doms:
+        m = cl.domain_members[d]
+        m = m[whole[m] > 0]
+        if whole[m].sum() >= W:
+            alloc = st.fill(jp, m[np.argsort(-whole[m], kind="stable")])
+            if alloc is not None and (job.max_servers is None or len(alloc) <= job.max_servers):
+                return alloc
+    return None
+
+
 def _max_survival_rule(st: State, jp: int) -> dict[int, int] | None:
     c = _free(st, jp)
     surv = st.idx.job_survival(jp, c)
@@ -265,6 +294,10 @@ def consolidate_state(instance: Instance) -> State:
 
 def consolidate(instance: Instance, opts: Options) -> Outcome:
     return _outcome(instance, *_run(instance, _consolidate_rule, "consolidate", shard_order=_own_tightest_first))
+
+
+def whole_servers(instance: Instance, opts: Options) -> Outcome:
+    return _outcome(instance, *_run(instance, _whole_servers_rule, "whole_servers", shard_order=_own_tightest_first))
 
 
 def max_survival(instance: Instance, opts: Options) -> Outcome:

@@ -10,6 +10,7 @@ from typing import Any
 from placement.errors import InvalidInputError, PlacementError
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
+from placement.simulation.queues import QUEUES as QUEUE_POLICIES
 from placement.simulation.workload.reference import COMM_MODES, COMM_SHARE_MAX
 from placement.solving.budget import CLOCKS
 from placement.solving.registry import get_method
@@ -44,7 +45,8 @@ PLAN_BY = ("forecast", "expected", "rate", "duration")
 RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
 is planned at its servers' steady rates."""
-QUEUES = ("fifo", "sjf")
+QUEUES = tuple(QUEUE_POLICIES)
+"""Queue policies by name (:mod:`placement.simulation.queues`): who runs; the method decides where."""
 RATIO_TO = ("median", "profiled")
 """What the estimator's ratios divide a worker's logged time by: the job's ``median`` worker
 (blind when most of a job's servers are slow, and for one-server jobs) or its ``profiled``
@@ -143,6 +145,9 @@ SUMMARY_FIELDS = (
     "straggled_iteration_fraction",
     "top1pct_jct_share",
     "migrations",
+    "preemptions",
+    "rho_p50",
+    "rho_p95",
     "moves_repaid_alone",
     "restart_gpu_hours",
     "decisions",
@@ -183,6 +188,10 @@ class SimConfig:
     ``onset``: spent in fail-slow regimes of hours."""
     replay_path: str | None = None
     queue: str = "fifo"
+    """:data:`QUEUES`: the queue policy (who runs; ``method`` decides where)."""
+    starvation: float | None = None
+    """``queue="tiresias"``: Tiresias's starvation knob, a preempted job that has waited this
+    many times the seconds it ran goes back to the top queue (``None``: off)."""
     comm: str = "on"
     """:data:`~placement.simulation.workload.reference.COMM_MODES`: ``off`` makes communication
     free at every placement (``T = max a S``), the semantics of simulators that ignore
@@ -309,6 +318,10 @@ class SimConfig:
                 problems.append(f"{name} must be a finite number >= 0 or None, got {v!r}")
         if not (math.isfinite(self.restart_s) and self.restart_s >= 0):
             problems.append(f"restart_s must be a finite number >= 0, got {self.restart_s!r}")
+        if self.starvation is not None and not (
+            isinstance(self.starvation, (int, float)) and math.isfinite(self.starvation) and self.starvation > 0
+        ):
+            problems.append(f"starvation must be a finite number > 0 or None, got {self.starvation!r}")
         if self.patience is not None and not (
             isinstance(self.patience, (int, float)) and math.isfinite(self.patience) and self.patience >= 0
         ):

@@ -50,6 +50,7 @@ from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster, ser
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, IterationLog
 from placement.simulation.policy import Policy
+from placement.simulation.queues import QUEUES as QUEUE_POLICIES
 from placement.simulation.running import (
     Running,
     advance,
@@ -130,6 +131,13 @@ class _Simulation(Policy):
         self.now = 0.0
         self.queue: list[TraceJob] = []
         self.running: dict[str, Running] = {}
+        self.suspended: dict[str, Running] = {}
+        """Preempted jobs waiting to resume (their progress is kept)."""
+        self.preemptions = 0
+        self.policy = QUEUE_POLICIES[cfg.queue](cluster, cfg.starvation)
+        self.round_s = cfg.round_s if cfg.round_s is not None else self.policy.round_s
+        """Decide only every ``round_s`` seconds (the configuration's, else the queue policy's)."""
+        self.queue_wake = -math.inf
         self.on_server: list[set[str]] = [set() for _ in range(self.n)]
         self.done: list[dict[str, Any]] = []
         self.held: list[dict[str, Any]] = []
@@ -207,8 +215,8 @@ class _Simulation(Policy):
             self.push(self.cfg.estimate_every_s, _ESTIMATE)
         if self.cfg.replans and self.cfg.replan_every_s is not None:
             self.push(self.cfg.replan_every_s, _REPLAN)
-        if self.cfg.round_s is not None:
-            self.push(self.cfg.round_s, _ROUND)
+        if self.round_s is not None:
+            self.push(self.round_s, _ROUND)
         self.pending_jobs = len(self.jobs)
         self.arrivals_left = len(self.jobs)
         handlers: tuple[Callable[[Any], bool], ...] = (
@@ -231,15 +239,9 @@ class _Simulation(Policy):
             dirty = handlers[kind](data) or dirty
             nxt = self.heap[0][0] if self.heap else math.inf
             if nxt > t:
-                if dirty and self.cfg.round_s is None:
+                if dirty and self.round_s is None:
                     self._decide()
-                if self.queue and not self.running and not self.arrivals_left:
-                    stuck = ", ".join(f"{j.id!r} ({j.workers} GPUs)" for j in self.queue[:10])
-                    raise InvalidInputError(
-                        [
-                            f"{len(self.queue)} job(s) can never be placed on an idle cluster by {self.cfg.method}: {stuck}"
-                        ]
-                    )
+                    self._check_stuck()
                 dirty = False
                 self._record()
                 if self.progress_cb is not None and time.perf_counter() - last_report > 0.2:
@@ -313,8 +315,18 @@ class _Simulation(Policy):
 
     def _on_round(self, _: Any) -> bool:
         self._decide()
-        self._again(_ROUND, self.cfg.round_s)
+        self._check_stuck()
+        self._again(_ROUND, self.round_s)
         return False
+
+    def _check_stuck(self) -> None:
+        """After a decision: jobs left waiting on an idle cluster with nothing more to arrive
+        can never be placed (a bad input, not an outcome)."""
+        if self.queue and not self.running and not self.arrivals_left:
+            stuck = ", ".join(f"{j.id!r} ({j.workers} GPUs)" for j in self.queue[:10])
+            raise InvalidInputError(
+                [f"{len(self.queue)} job(s) can never be placed on an idle cluster by {self.cfg.method}: {stuck}"]
+            )
 
     def _on_patience(self, _: Any) -> bool:
         return True  # a waiting job's patience ran out: decide (it takes what is free)
@@ -362,13 +374,21 @@ class _Simulation(Policy):
         if tj.architecture == "ps" and not shards:
             raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
         ps_sps, ps_c = shards_on(self.cluster, tj, alloc, shards or {})
-        r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now, since=self.now)
+        r = Running(
+            tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now, since=self.now, resumed=self.now
+        )
         r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
         set_stages(self.cluster, r, stages)
         return r
 
     def _start(self, r: Running) -> None:
         tj, alloc = r.tj, r.alloc
+        old = self.suspended.pop(tj.id, None)
+        if old is not None:  # a preempted job resumes from its checkpoint, after its restart
+            r.progress, r.straggled_iters, r.moves = old.progress, old.straggled_iters, old.moves
+            r.start, r.ran_s, r.preemptions, r.version = old.start, old.ran_s, old.preemptions, old.version
+            r.paused_until = self.now + self.cfg.restart_s
+            self.restart_gpu_s += tj.workers * self.cfg.restart_s
         r.T = iteration_ms(r, self.S)
         for sp, k in alloc.items():
             self.free[sp] -= k
@@ -382,7 +402,8 @@ class _Simulation(Policy):
         self.placed_since_replan = True
         self._schedule_completion(r)
 
-    def _finish(self, r: Running) -> None:
+    def _stop(self, r: Running) -> None:
+        """``r`` leaves its GPUs now (it finishes or is preempted)."""
         advance(r, self.now)
         for sp, k in r.alloc.items():
             self.free[sp] += k
@@ -390,9 +411,25 @@ class _Simulation(Policy):
             self.on_server[sp].discard(r.tj.id)
         del self.running[r.tj.id]
         self.placed_since_replan = True
-        self.busy_gpu_s += r.tj.workers * (self.now - r.start)
-        self.done.append(finished_row(r, self.now, self.server_ids))
+        self.busy_gpu_s += r.tj.workers * (self.now - r.resumed)
         self.held.append(held_row(r, self.now, self.server_ids))
+
+    def _finish(self, r: Running) -> None:
+        self._stop(r)
+        self.done.append(finished_row(r, self.now, self.server_ids))
+
+    def _preempt(self, r: Running) -> None:
+        """The queue policy preempts ``r``: it keeps its progress (checkpointed) and waits in
+        the queue to resume, paying ``restart_s`` then."""
+        self._stop(r)
+        r.version += 1  # its completion is void
+        r.ran_s += self.now - r.resumed
+        r.stopped = self.now
+        r.preemptions += 1
+        self.preemptions += 1
+        self.suspended[r.tj.id] = r
+        self.queue.append(r.tj)
+        self.freed = True
 
     def _record(self) -> None:
         tl = self.timeline
@@ -487,6 +524,7 @@ class _Simulation(Policy):
             busy_gpu_s=self.busy_gpu_s,
             total_gpus=self.total_gpus,
             migrations=self.migrations,
+            preemptions=self.preemptions,
             replan_walls=self.replan_walls,
             restart_gpu_s=self.restart_gpu_s,
             place_walls=self.place_walls,

@@ -10,7 +10,7 @@ import numpy as np
 
 from placement.simulation.config import SIZE_CLASSES, SimConfig
 
-__all__ = ["summarise", "top_share", "by_size"]
+__all__ = ["summarise", "top_share", "by_size", "finish_time_fairness"]
 
 
 def top_share(values: np.ndarray, fraction: float) -> float | None:
@@ -25,6 +25,39 @@ def top_share(values: np.ndarray, fraction: float) -> float | None:
     return float(np.sort(values)[-k:].sum() / values.sum())
 
 
+def finish_time_fairness(rows: Sequence[dict[str, Any]], total_gpus: int) -> np.ndarray:
+    """Themis's finish-time fairness of each finished job: ``rho = JCT / T_fair``, with ``T_fair``
+    its run alone (``isolated_s``) on its fair share of the cluster, ``total_gpus / N`` GPUs
+    with ``N`` the mean number of jobs in the system (queued or running) over its life: its
+    isolated run when its gang fits that share, else stretched by ``workers N / total_gpus``.
+    ``rho <= 1``: the job did at least as well as its equal share would have let it.
+
+    >>> finish_time_fairness([{"submit_s": 0.0, "end_s": 10.0, "jct_s": 10.0, "workers": 1, "isolated_s": 5.0}], 4)
+    array([2.])
+    """
+    if not rows:
+        return np.zeros(0)
+    sub = np.array([r["submit_s"] for r in rows], dtype=float)
+    end = np.array([r["end_s"] for r in rows], dtype=float)
+    # the number of jobs in the system, a step function, and its running integral
+    t = np.concatenate([sub, end])
+    step = np.concatenate([np.ones(len(sub)), -np.ones(len(end))])
+    o = np.argsort(t, kind="stable")
+    t, level = t[o], np.cumsum(step[o])
+    area = np.concatenate([[0.0], np.cumsum(level[:-1] * np.diff(t))])
+
+    def integral(x: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(t, x, side="right") - 1
+        return area[i] + level[i] * (x - t[i])
+
+    life = end - sub
+    n = np.where(life > 0, (integral(end) - integral(sub)) / np.where(life > 0, life, 1.0), 1.0)
+    workers = np.array([r["workers"] for r in rows], dtype=float)
+    fair = np.array([r["isolated_s"] for r in rows], dtype=float) * np.maximum(1.0, workers * n / total_gpus)
+    jct = np.array([r["jct_s"] for r in rows], dtype=float)
+    return np.where(fair > 0, jct / np.where(fair > 0, fair, 1.0), 1.0)
+
+
 def summarise(
     cfg: SimConfig,
     rows: Sequence[dict[str, Any]],
@@ -35,6 +68,7 @@ def summarise(
     total_gpus: int,
     migrations: int,
     wall_s: float,
+    preemptions: int = 0,
     replan_walls: Sequence[float] = (),
     restart_gpu_s: float = 0.0,
     place_walls: Sequence[float] = (),
@@ -58,7 +92,9 @@ def summarise(
     ``jobs_waited``: the jobs the patience rule held back at least once; ``jobs_comm_scaled``:
     the trace jobs whose gradient was scaled to the reference placement's communication cap;
     per size class (:data:`SIZE_CLASSES`), the finished jobs and their mean JCT, queueing and
-    run."""
+    run; ``preemptions`` by the queue policy, and finish-time fairness (:func:`finish_time_fairness`:
+    ``rho_p50``, ``rho_p95``)."""
+    rho = finish_time_fairness(rows, total_gpus) if rows and "isolated_s" in rows[0] else np.zeros(0)
     jct = np.array([r["jct_s"] for r in rows])
     qd = np.array([r["queue_s"] for r in rows])
     walls = np.array(decision_walls) if decision_walls else np.zeros(1)
@@ -90,6 +126,9 @@ def summarise(
         "straggled_iteration_fraction": (sum(r["straggled_iterations"] for r in rows) / iters) if iters else 0.0,
         "top1pct_jct_share": top_share(jct, 0.01),
         "migrations": migrations,
+        "preemptions": preemptions,
+        "rho_p50": pct(rho, 50),
+        "rho_p95": pct(rho, 95),
         "moves_repaid_alone": moves_repaid_alone,
         "restart_gpu_hours": restart_gpu_s / 3600.0,
         "decisions": len(decision_walls),

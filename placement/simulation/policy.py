@@ -23,10 +23,12 @@ from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
 from placement.simulation.dynamics import Dynamics
+from placement.simulation.queues import Candidate, QueuePolicy
 from placement.simulation.running import (
     Running,
     advance,
     held_row,
+    isolated_s,
     iteration_ms,
     placed_on,
     problem_job,
@@ -53,6 +55,10 @@ class Policy:
     capacity: np.ndarray
     queue: list[TraceJob]
     running: dict[str, Running]
+    suspended: dict[str, Running]
+    policy: QueuePolicy
+    queue_wake: float
+    total_gpus: int
     on_server: list[set[str]]
     template: Instance | None
     stale: bool
@@ -97,6 +103,9 @@ class Policy:
         raise NotImplementedError
 
     def _wake_at(self, t: float) -> None:
+        raise NotImplementedError
+
+    def _preempt(self, r: Running) -> None:
         raise NotImplementedError
 
     def _refit(self) -> None:
@@ -162,41 +171,105 @@ class Policy:
             f = self.forecasts[horizon_s] = MappingProxyType(out)
         return f
 
+    def _candidates(self, running: bool) -> list[Candidate]:
+        """What the queue policy orders: the queued jobs (in arrival order, preempted ones
+        where they re-entered), after the running ones when ``running``."""
+        now = self.now
+        out = []
+        if running:
+            for r in self.running.values():
+                done = r.progress + max(0.0, now - max(r.t_last, r.paused_until)) * 1000.0 / r.T
+                left_s = max(0.0, r.tj.iterations - done) * r.T / 1000.0 + max(0.0, r.paused_until - now)
+                out.append(Candidate(r.tj, True, r.ran_s + now - r.resumed, left_s, now))
+        for j in self.queue:
+            old = self.suspended.get(j.id)
+            if old is None:
+                out.append(Candidate(j, False, 0.0, isolated_s(j), j.submit_s))
+            else:
+                left_s = max(0.0, j.iterations - old.progress) * old.T / 1000.0
+                out.append(Candidate(j, False, old.ran_s, left_s, old.stopped))
+        return out
+
     def _order(self) -> list[TraceJob]:
-        if self.cfg.queue == "sjf":
-            return sorted(self.queue, key=lambda j: (j.iterations * j.compute_ms, j.submit_s, j.id))
-        return self.queue
+        """The queued jobs in the queue policy's order."""
+        return [c.job for c in self.policy.order(self.now, self._candidates(running=False))]
+
+    def _admit(self) -> list[TraceJob]:
+        """A preemptive policy's admission: every job, running or queued, in the policy's order,
+        each if its gang fits the GPUs the jobs before it left (in number); the running jobs
+        not admitted are preempted.  Returns the queued jobs admitted, in order (with
+        ``keep_previous``, less those that resumed on their previous GPUs, free again)."""
+        avail = self.total_gpus
+        keep: set[str] = set()
+        admit: list[TraceJob] = []
+        for c in self.policy.order(self.now, self._candidates(running=True)):
+            if c.job.workers <= avail:
+                avail -= c.job.workers
+                if c.running:
+                    keep.add(c.job.id)
+                else:
+                    admit.append(c.job)
+        for r in [r for r in self.running.values() if r.tj.id not in keep]:
+            self._preempt(r)
+        if not self.policy.keep_previous:
+            return admit
+        rest = []
+        for tj in admit:
+            old = self.suspended.get(tj.id)
+            if old is not None and all(self.free[sp] >= k for sp, k in old.alloc.items()):
+                self._start(self._running(tj, dict(old.alloc), dict(old.shards), old.stages))
+                self.queue = [j for j in self.queue if j.id != tj.id]
+            else:
+                rest.append(tj)
+        return rest
 
     def _decide_queue(self) -> None:
-        """Offer the queue to a decision and start what it places.  Jobs the patience rule
-        holds back are not offered again in this call: a second decision may give the GPUs
-        they leave to the jobs behind them."""
+        """Offer the queue to a decision and start what it places (a preemptive policy first
+        admits and preempts, :meth:`_admit`; a strict one starts jobs in its order until one
+        cannot start).  Jobs the patience rule holds back are not offered again in this call:
+        a second decision may give the GPUs they leave to the jobs behind them."""
+        admitted = self._admit() if self.policy.preemptive else None
         held: set[str] = set()
-        for _ in range(2):
-            new = self._decide_offer(held)
-            held |= new
-            if not new:
-                break
+        if self.policy.strict:
+            while self._decide_offer(held, admitted)[1]:
+                pass
+        else:
+            for _ in range(2):
+                new = self._decide_offer(held, admitted)[0]
+                held |= new
+                if not new:
+                    break
         room = self._room()  # what they saw, once this call's jobs started
         for jid in held:
             self.held_room[jid] = room
+        if self.policy.preemptive:  # the next time the order may change between events
+            t = self.policy.wake_s(self.now, self._candidates(running=True))
+            if math.isfinite(t) and not self.now < self.queue_wake <= t:
+                self.queue_wake = t
+                self._wake_at(t)
 
-    def _decide_offer(self, skip: set[str]) -> set[str]:
-        """One decision on the queued jobs (but ``skip``) that fit the free GPUs in number;
-        returns the jobs it placed that wait instead (:meth:`_waits`)."""
+    def _decide_offer(self, skip: set[str], admitted: list[TraceJob] | None = None) -> tuple[set[str], int]:
+        """One decision on the queued jobs (but ``skip``; only ``admitted`` if given) that fit
+        the free GPUs in number (a strict policy: the first of them only, and none past one
+        that does not fit); returns the jobs it placed that wait instead (:meth:`_waits`) and
+        how many it started."""
         left = int(self.free.sum())
         if not self.queue or left == 0:
-            return set()
+            return set(), 0
         offer: list[TraceJob] = []
         room = self._room()
-        for j in self._order():
+        strict = self.policy.strict
+        queued = {j.id for j in self.queue}
+        for j in self._order() if admitted is None else [j for j in admitted if j.id in queued]:
             if j.workers <= left and j.id not in skip and self._worth_offering(j, room):
                 offer.append(j)
                 left -= j.workers
-                if len(offer) >= self.cfg.max_offer or left == 0:
+                if len(offer) >= (1 if strict else self.cfg.max_offer) or left == 0:
                     break
+            elif strict:
+                break
         if not offer:
-            return set()
+            return set(), 0
         inst = self._decision_instance(offer, self.free)
         w0 = time.perf_counter()
         sol = solve(
@@ -212,7 +285,7 @@ class Policy:
         if sol.status.value == "error":
             raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
         if not sol.assignment:
-            return set()
+            return set(), 0
         placed = set(sol.assignment)
         held: set[str] = set()
         pos = inst.server_pos
@@ -227,7 +300,7 @@ class Policy:
                     self._start(r)
         started = placed - held
         self.queue = [j for j in self.queue if j.id not in started]
-        return held
+        return held, len(started)
 
     def _room(self) -> tuple[int, int]:
         """The free GPUs' shape a waiting job hopes to see grow: the most free GPUs of a
@@ -250,7 +323,7 @@ class Policy:
         ``patience`` times the seconds that would add to its run have passed since it was
         first offered such a placement; a wake-up then makes it take what is free."""
         tj = r.tj
-        if self.cfg.wait_factor <= 0 or not self.running:
+        if self.cfg.wait_factor <= 0 or not self.running or self.policy.preemptive:
             self._done_waiting(tj.id)
             return False
         extra_s = tj.iterations * (r.ideal_ms - self._ideal_floor_ms(tj)) / 1000.0

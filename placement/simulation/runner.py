@@ -53,6 +53,8 @@ JOB_FIELDS = (
     "straggled_iterations",
     "servers",
     "moves",
+    "preemptions",
+    "isolated_s",
     "placement",
     "shards",
     "stages",

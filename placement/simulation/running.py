@@ -37,6 +37,7 @@ __all__ = [
     "LOG_NOISE",
     "placement_text",
     "held_row",
+    "isolated_s",
 ]
 
 LOG_NOISE = 0.02
@@ -75,6 +76,13 @@ class Running:
     """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
     since: float = 0.0
     """When the job took the GPUs it holds (its start, or its last move)."""
+    resumed: float = 0.0
+    """When its present run began (its start, or its last resumption after a preemption)."""
+    ran_s: float = 0.0
+    """Seconds it held GPUs in the runs before the present one (preemptive queue policies)."""
+    stopped: float = 0.0
+    """When it was last preempted."""
+    preemptions: int = 0
 
     def servers(self) -> set[int]:
         """Every server the job's draws come from: its workers' and its shards'."""
@@ -194,10 +202,16 @@ def held_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str, Any
     return {"job": r.tj.id, "from_s": r.since, "to_s": now, "placement": placement_text(r.alloc, server_ids)}
 
 
+def isolated_s(tj: TraceJob) -> float:
+    """``tj``'s run time alone on the cluster, straggler-free: the trace's measured duration (at
+    its reference placement), else its iterations at its profiled compute time."""
+    return float(tj.duration_s) if tj.duration_s is not None else tj.iterations * tj.compute_ms / 1000.0
+
+
 def finished_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str, Any]:
     """The per-job row of a job finishing at ``now`` (``jobs/<config>.csv``)."""
     tj = r.tj
-    run = now - r.start
+    run = r.ran_s + now - r.resumed
     ideal_run = tj.iterations * r.ideal_ms / 1000.0
     return {
         "job": tj.id,
@@ -207,13 +221,16 @@ def finished_row(r: Running, now: float, server_ids: Sequence[str]) -> dict[str,
         "start_s": r.start,
         "end_s": now,
         "jct_s": now - tj.submit_s,
-        "queue_s": r.start - tj.submit_s,
+        # waiting before its first start, and between its runs
+        "queue_s": r.start - tj.submit_s + (r.resumed - r.start - r.ran_s),
         "run_s": run,
         "ideal_run_s": ideal_run,
         "slowdown": run / ideal_run if ideal_run > 0 else 1.0,
         "straggled_iterations": min(r.straggled_iters, float(tj.iterations)),
         "servers": len(r.alloc),
         "moves": r.moves,
+        "preemptions": r.preemptions,
+        "isolated_s": isolated_s(tj),
         "placement": placement_text(r.alloc, server_ids),
         "shards": " ".join(f"{server_ids[sp]}:{k}" for sp, k in sorted(r.shards.items())),
         # a hybrid job's stage matrix: stages separated by "|", replicas by ","

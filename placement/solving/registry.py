@@ -190,6 +190,13 @@ REGISTRY: tuple[MethodSpec, ...] = (
         "placement.methods.baselines:consolidate",
     ),
     MethodSpec(
+        "whole_servers",
+        "baseline",
+        "Tiresias's placement: one server if the gang fits one, else wholly free servers within one switch "
+        "(the narrowest domain with enough of them); ignores slowdowns.",
+        "placement.methods.baselines:whole_servers",
+    ),
+    MethodSpec(
         "max_survival",
         "baseline",
         "The seed prototype's rule: servers with the highest probability of no slowdown, ignoring communication.",

@@ -1,0 +1,45 @@
+"""The peers' benchmark: a small one runs end to end on a tiny cell, every peer with its own
+placement, the same queue with our loop, the straggler-free twin and the clairvoyant reference,
+and reports the ranking, the paired changes and the goals."""
+
+from __future__ import annotations
+
+import json
+
+from placement.bench import online
+from placement.bench.online import Cell
+from placement.bench.peers import PEERS, bench_peers, peer_configs
+from placement.solving import get_method
+
+
+def test_every_peer_has_a_registered_placement_and_the_loop_on_its_queue():
+    configs = peer_configs(list(PEERS))
+    for p, (queue, method, _) in PEERS.items():
+        assert get_method(method).kind == "baseline"
+        assert configs[p] == {"method": method, "knowledge": "oblivious", "queue": queue}
+        assert configs[f"{p}-none"]["dynamics"] == "none"
+        assert configs[f"{p}+loop"]["queue"] == queue and configs[f"{p}+loop"]["method"] == "auto"
+    assert configs["clairvoyant"]["knowledge"] == "clairvoyant"
+
+
+def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
+    trace = tmp_path / "t.csv"
+    rows = ["submit_s,workers,duration_s"] + [f"{30 * i},{1 + i % 4},{900 + 40 * i}" for i in range(16)]
+    trace.write_text("\n".join(rows) + "\n")
+    cell = Cell("tiny-markov", "tiny", str(trace), "markov", {}, {"episode_median_s": 120.0})
+    monkeypatch.setitem(online.CELLS, cell.name, cell)
+    out = tmp_path / "peers"
+    res = bench_peers([cell.name], ["tiresias", "srtf"], [0, 1], out, decision_time_limit_s=0.1, say=lambda m: None)
+    c = res["cells"][cell.name]
+    assert set(c["configs"]) == set(peer_configs(["tiresias", "srtf"]))
+    for name, st in c["configs"].items():
+        assert st["seeds"] == [0, 1], name
+        m, lo, hi = st["avg_jct_s"]
+        assert lo <= m <= hi and st["rho_p95"][0] >= st["rho_p50"][0] > 0
+    assert c["configs"]["tiresias"]["preemptions"] is not None
+    v = c["versus"]["tiresias"]
+    assert v["loop_mean"][1] <= v["loop_mean"][0] <= v["loop_mean"][2]
+    text = (out / "peers.md").read_text()
+    assert "## tiny-markov" in text and "| 1 |" in text and "Goals, each at its worst cell" in text
+    assert "tiresias: its queue with our loop" in text
+    assert json.loads((out / "peers.json").read_text()) == json.loads(json.dumps(res))
