@@ -42,6 +42,20 @@ from placement.errors import (
     "job_1/w0); servers of the logs not listed keep their names.",
 )
 @click.option(
+    "--op-trace",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A hybrid job's per-operation trace (ByteDance's columns dp_rank, stage, rank, step, optype, duration "
+    "[, mc, mb_id]; Parquet with the parquet extra, or CSV): each rank is compared with the ranks of its own stage "
+    "across data-parallel replicas; needs --rank-map.",
+)
+@click.option(
+    "--rank-map",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A CSV rank,server: the instance server each rank of --op-trace ran on.",
+)
+@click.option(
     "--telemetry",
     type=click.Path(exists=True, dir_okay=False),
     help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).",
@@ -92,9 +106,11 @@ def estimate(
     horizon: int,
     output: str | None,
     server_map: str | None,
+    op_trace: str | None,
+    rank_map: str | None,
 ) -> None:
     """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
-    check_output(output, instance, telemetry, demands, jobs_file, server_map, *logs, *pai)
+    check_output(output, instance, telemetry, demands, jobs_file, server_map, op_trace, rank_map, *logs, *pai)
     import placement
     from placement.formats import parse_json
 
@@ -120,6 +136,8 @@ def estimate(
         half_life=half_life,
         prior_strength=prior_strength,
         horizon=horizon,
+        op_trace=op_trace,
+        rank_map=rank_map,
     )
     inst, servers, fleet, overrides = got.instance, got.servers, got.fleet, got.overrides
     emit(written(inst), output)
@@ -127,7 +145,8 @@ def estimate(
 
     con = console()
     if servers is not None:
-        t = Table(title="learned per server (from logs)", show_edge=False, pad_edge=False)
+        title = "learned per server (its slowest rank's)" if op_trace else "learned per server (from logs)"
+        t = Table(title=title, show_edge=False, pad_edge=False)
         for c in ("server", "samples", "recency-weighted", "P(straggle)", "E[S]", "support"):
             t.add_column(c)
         for sid, e in servers.items():

@@ -22,6 +22,12 @@ variance ``sigma^2 sum psi_i^2``.  The forecast is discretised to three points
 ``S = max(1, d / (1 - u))`` when the other tenants use ``u`` of it; the job's slowdown on a
 server is the product of the server's own (log-based) slowdown and the worst resource's
 contention, written as that job's override for that server.
+
+**Per-operation traces of hybrid jobs** (:mod:`.optrace`, ByteDance's per-rank format): a rank
+is compared with its peers only (its own stage and model chunk, the same step and microbatch,
+across data-parallel replicas), robustly to sequence lengths that vary by microbatch; the
+ratios go through the same estimator, one estimate per rank, and a server gets its slowest
+rank's.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from placement.estimate.logs import (
     read_iteration_log,
     read_pai,
 )
+from placement.estimate.optrace import OpTrace, OpTraceError, estimate_from_op_trace, read_op_trace, read_rank_map
 from placement.estimate.telemetry import (
     RESOURCES,
     Forecast,
@@ -70,6 +77,11 @@ __all__ = [
     "Forecast",
     "LogData",
     "LogError",
+    "OpTrace",
+    "OpTraceError",
+    "estimate_from_op_trace",
+    "read_op_trace",
+    "read_rank_map",
     "ServerEstimate",
     "Telemetry",
     "TelemetryError",

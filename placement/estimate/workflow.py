@@ -80,13 +80,21 @@ def estimate_instance(
     half_life: float | None = None,
     prior_strength: float | None = None,
     horizon: int = 1,
+    op_trace: str | os.PathLike[str] | None = None,
+    rank_map: str | os.PathLike[str] | None = None,
 ) -> Estimated:
     """``instance`` with slowdowns learned from iteration ``logs`` and ``pai`` files (their
     servers renamed through ``server_map``) and contention overrides forecast ``horizon``
     steps ahead from ``telemetry`` and ``demands``.  Bad input raises
-    :class:`~placement.errors.InvalidInputError` naming the file and row."""
-    if not (logs or pai or telemetry):
-        raise InvalidInputError(["give --logs, --pai and/or --telemetry: nothing to estimate from"])
+    :class:`~placement.errors.InvalidInputError` naming the file and row.  ``op_trace``: a
+    hybrid job's per-operation trace (:mod:`placement.estimate.optrace`), its ranks on the
+    servers ``rank_map`` names; each rank compared with the ranks of its own stage."""
+    if not (logs or pai or telemetry or op_trace):
+        raise InvalidInputError(["give --logs, --pai, --op-trace and/or --telemetry: nothing to estimate from"])
+    if bool(op_trace) != bool(rank_map):
+        raise InvalidInputError(["--op-trace and --rank-map go together"])
+    if op_trace and (logs or pai):
+        raise InvalidInputError(["--op-trace estimates from one hybrid job's trace: give it without --logs and --pai"])
     if bool(telemetry) != bool(demands):
         raise InvalidInputError(["--telemetry and --demands go together"])
     servers = fleet = overrides = None
@@ -98,6 +106,13 @@ def estimate_instance(
         learned, fleet = estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
         seen = set(log.server)
         servers = {k: v for k, v in learned.items() if k in inst.server_by_id or k in seen}
+        inst = apply_estimates(inst, servers, fleet)
+    if op_trace and rank_map:
+        from placement.estimate.optrace import estimate_from_op_trace, read_op_trace, read_rank_map
+
+        kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
+        ranks = read_rank_map(rank_map, inst)
+        servers, fleet = estimate_from_op_trace(read_op_trace(op_trace), ranks, source=str(op_trace), **kw)
         inst = apply_estimates(inst, servers, fleet)
     if telemetry and demands:
         overrides = contention_overrides(inst, read_telemetry(telemetry), read_demands(demands), horizon=horizon)
