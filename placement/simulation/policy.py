@@ -58,6 +58,7 @@ class Policy:
     suspended: dict[str, Running]
     policy: QueuePolicy
     queue_wake: float
+    round_s: float | None
     total_gpus: int
     on_server: list[set[str]]
     template: Instance | None
@@ -385,7 +386,8 @@ class Policy:
 
     def _replan(self, with_queue: bool = False) -> None:
         """Re-plan the running jobs that may move (and, ``with_queue``, offer the queued jobs
-        that fit the free GPUs in number), then place what waits on what was freed."""
+        that fit the free GPUs in number), then place what waits on what was freed (at once,
+        unless decisions happen only at rounds)."""
         if self.replanning:
             return
         self.replanning = True
@@ -393,7 +395,7 @@ class Policy:
             self.placed_since_replan = False
             self._replan_once(with_queue)
             self.replan_means = self.belief.means()
-            if self.queue:
+            if self.queue and self.round_s is None:
                 self._decide_queue()
         finally:
             self.replanning = False
