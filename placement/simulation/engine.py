@@ -388,6 +388,7 @@ class _Simulation(Policy):
             r.progress, r.straggled_iters, r.moves = old.progress, old.straggled_iters, old.moves
             r.start, r.ran_s, r.preemptions, r.version = old.start, old.ran_s, old.preemptions, old.version
             r.paused_until = self.now + self.cfg.restart_s
+            r.pause_s = old.pause_s + self.cfg.restart_s
             self.restart_gpu_s += tj.workers * self.cfg.restart_s
         r.T = iteration_ms(r, self.S)
         for sp, k in alloc.items():
@@ -423,6 +424,9 @@ class _Simulation(Policy):
         the queue to resume, paying ``restart_s`` then."""
         self._stop(r)
         r.version += 1  # its completion is void
+        cut = max(0.0, r.paused_until - self.now)  # a restart it will not finish is not charged
+        r.pause_s -= cut
+        self.restart_gpu_s -= r.tj.workers * cut
         r.ran_s += self.now - r.resumed
         r.stopped = self.now
         r.preemptions += 1

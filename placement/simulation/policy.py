@@ -180,40 +180,45 @@ class Policy:
         if running:
             for r in self.running.values():
                 done = r.progress + max(0.0, now - max(r.t_last, r.paused_until)) * 1000.0 / r.T
-                left_s = max(0.0, r.tj.iterations - done) * r.T / 1000.0 + max(0.0, r.paused_until - now)
-                out.append(Candidate(r.tj, True, r.ran_s + now - r.resumed, left_s, now))
+                pausing = max(0.0, r.paused_until - now)
+                left_s = max(0.0, r.tj.iterations - done) * r.T / 1000.0 + pausing
+                served = r.ran_s + now - r.resumed - (r.pause_s - pausing)
+                out.append(Candidate(r.tj, True, served, left_s, now))
         for j in self.queue:
             old = self.suspended.get(j.id)
             if old is None:
                 out.append(Candidate(j, False, 0.0, isolated_s(j), j.submit_s))
             else:
-                left_s = max(0.0, j.iterations - old.progress) * old.T / 1000.0
-                out.append(Candidate(j, False, old.ran_s, left_s, old.stopped))
+                # it would pay its restart on resuming, as a running job pays what is left of its own
+                left_s = max(0.0, j.iterations - old.progress) * old.T / 1000.0 + self.cfg.restart_s
+                out.append(Candidate(j, False, old.ran_s - old.pause_s, left_s, old.stopped))
         return out
 
     def _order(self) -> list[TraceJob]:
         """The queued jobs in the queue policy's order."""
         return [c.job for c in self.policy.order(self.now, self._candidates(running=False))]
 
-    def _admit(self) -> list[TraceJob]:
+    def _admit(self) -> tuple[list[TraceJob], list[Running]]:
         """A preemptive policy's admission: every job, running or queued, in the policy's order,
-        each if its gang fits the GPUs the jobs before it left (in number); the running jobs
-        not admitted are preempted.  Returns the queued jobs admitted, in order (with
-        ``keep_previous``, less those that resumed on their previous GPUs, free again)."""
+        each if its gang fits the GPUs the jobs before it left (in number).  Returns the queued
+        jobs admitted, in order (with ``keep_previous``, less those that resumed on their
+        previous GPUs, free now), and the running jobs not admitted, lowest priority first:
+        the candidates for preemption (:meth:`_decide_offer` preempts those whose GPUs an
+        admitted job's placement takes, and no other)."""
         avail = self.total_gpus
         keep: set[str] = set()
         admit: list[TraceJob] = []
-        for c in self.policy.order(self.now, self._candidates(running=True)):
+        order = self.policy.order(self.now, self._candidates(running=True))
+        for c in order:
             if c.job.workers <= avail:
                 avail -= c.job.workers
                 if c.running:
                     keep.add(c.job.id)
                 else:
                     admit.append(c.job)
-        for r in [r for r in self.running.values() if r.tj.id not in keep]:
-            self._preempt(r)
+        victims = [self.running[c.job.id] for c in reversed(order) if c.running and c.job.id not in keep]
         if not self.policy.keep_previous:
-            return admit
+            return admit, victims
         rest = []
         for tj in admit:
             old = self.suspended.get(tj.id)
@@ -222,21 +227,34 @@ class Policy:
                 self.queue = [j for j in self.queue if j.id != tj.id]
             else:
                 rest.append(tj)
-        return rest
+        return rest, victims
 
     def _decide_queue(self) -> None:
-        """Offer the queue to a decision and start what it places (a preemptive policy first
-        admits and preempts, :meth:`_admit`; a strict one starts jobs in its order until one
-        cannot start).  Jobs the patience rule holds back are not offered again in this call:
-        a second decision may give the GPUs they leave to the jobs behind them."""
-        admitted = self._admit() if self.policy.preemptive else None
+        """Offer the queue to a decision and start what it places.  A preemptive policy admits
+        (:meth:`_admit`) and offers the jobs it admitted on the free GPUs first, then on the GPUs
+        of the running jobs it did not admit, which are preempted only where a placement takes
+        their GPUs; a strict one starts jobs in its order until one cannot start.  Jobs the
+        patience rule holds back are not offered again in this call: a second decision may give
+        the GPUs they leave to the jobs behind them."""
         held: set[str] = set()
-        if self.policy.strict:
-            while self._decide_offer(held, admitted)[1]:
+        if self.policy.preemptive:
+            admitted, victims = self._admit()
+            for pool in ([], victims):
+                while True:  # again while a decision filled its offer and more were admitted
+                    queued = {j.id for j in self.queue}
+                    waiting = [j for j in admitted if j.id in queued]
+                    live = [r for r in pool if r.tj.id in self.running]
+                    if not waiting or (pool and not live):
+                        break
+                    _, started, offered = self._decide_offer(held, waiting, live)
+                    if not started or offered < self.cfg.max_offer or offered == len(waiting):
+                        break
+        elif self.policy.strict:
+            while self._decide_offer(held)[1]:
                 pass
         else:
             for _ in range(2):
-                new = self._decide_offer(held, admitted)[0]
+                new = self._decide_offer(held)[0]
                 held |= new
                 if not new:
                     break
@@ -249,19 +267,26 @@ class Policy:
                 self.queue_wake = t
                 self._wake_at(t)
 
-    def _decide_offer(self, skip: set[str], admitted: list[TraceJob] | None = None) -> tuple[set[str], int]:
+    def _decide_offer(
+        self, skip: set[str], admitted: list[TraceJob] | None = None, victims: Sequence[Running] = ()
+    ) -> tuple[set[str], int, int]:
         """One decision on the queued jobs (but ``skip``; only ``admitted`` if given) that fit
         the free GPUs in number (a strict policy: the first of them only, and none past one
-        that does not fit); returns the jobs it placed that wait instead (:meth:`_waits`) and
-        how many it started."""
-        left = int(self.free.sum())
+        that does not fit), counting as free the GPUs of ``victims`` (running jobs a preemptive
+        policy did not admit, lowest priority first): those whose GPUs the placement takes are
+        preempted.  Returns the jobs it placed that wait instead (:meth:`_waits`), how many it
+        started and how many it offered."""
+        free = self.free.copy()
+        for r in victims:
+            for sp, k in r.alloc.items():
+                free[sp] += k
+        left = int(free.sum())
         if not self.queue or left == 0:
-            return set(), 0
+            return set(), 0, 0
         offer: list[TraceJob] = []
         room = self._room()
         strict = self.policy.strict
-        queued = {j.id for j in self.queue}
-        for j in self._order() if admitted is None else [j for j in admitted if j.id in queued]:
+        for j in self._order() if admitted is None else admitted:
             if j.workers <= left and j.id not in skip and self._worth_offering(j, room):
                 offer.append(j)
                 left -= j.workers
@@ -270,8 +295,8 @@ class Policy:
             elif strict:
                 break
         if not offer:
-            return set(), 0
-        inst = self._decision_instance(offer, self.free)
+            return set(), 0, 0
+        inst = self._decision_instance(offer, free)
         w0 = time.perf_counter()
         sol = solve(
             inst,
@@ -286,10 +311,20 @@ class Policy:
         if sol.status.value == "error":
             raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
         if not sol.assignment:
-            return set(), 0
+            return set(), 0, len(offer)
         placed = set(sol.assignment)
         held: set[str] = set()
         pos = inst.server_pos
+        if victims:  # the GPUs the placement takes beyond the free ones come from victims
+            short = -self.free.astype(float)
+            for jid in placed:
+                for sid, k in sol.assignment[jid].items():
+                    short[pos[sid]] += k
+            for r in victims:
+                if any(short[sp] > 0 for sp in r.alloc):
+                    for sp, k in r.alloc.items():
+                        short[sp] -= k
+                    self._preempt(r)
         for j in offer:
             if j.id in placed:
                 shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
@@ -301,7 +336,7 @@ class Policy:
                     self._start(r)
         started = placed - held
         self.queue = [j for j in self.queue if j.id not in started]
-        return held, len(started)
+        return held, len(started), len(offer)
 
     def _room(self) -> tuple[int, int]:
         """The free GPUs' shape a waiting job hopes to see grow: the most free GPUs of a
@@ -563,6 +598,7 @@ class Policy:
             set_stages(self.cluster, r, stages_of(r.tj.id))
             r.T = iteration_ms(r, self.S)
             r.paused_until = self.now + self.cfg.restart_s
+            r.pause_s += self.cfg.restart_s
             self.migrations += 1
             self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
             self._schedule_completion(r)

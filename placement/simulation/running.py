@@ -80,6 +80,8 @@ class Running:
     """When its present run began (its start, or its last resumption after a preemption)."""
     ran_s: float = 0.0
     """Seconds it held GPUs in the runs before the present one (preemptive queue policies)."""
+    pause_s: float = 0.0
+    """Seconds of restarts (after a move or a preemption) it has been charged so far."""
     stopped: float = 0.0
     """When it was last preempted."""
     preemptions: int = 0

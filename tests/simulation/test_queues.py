@@ -74,10 +74,13 @@ def test_tiresias_demotes_a_job_when_its_attained_gpu_seconds_cross_the_threshol
 def test_tiresias_starvation_knob_promotes_a_job_that_waited_long_enough():
     t = Tiresias(rack(1), starvation=2.0)
     j = TraceJob("j", 0.0, 4, 1, 100.0, 50.0)
-    waited = Candidate(j, running=False, ran_s=2000.0, remaining_s=1.0, stopped_s=0.0)
+    waited = Candidate(j, running=False, served_s=2000.0, remaining_s=1.0, stopped_s=0.0)
     assert t.level(3999.0, waited) == 2  # 8,000 GPU-s attained: the third queue
     assert t.level(4000.0, waited) == 0  # waited twice what it ran: back on top
-    assert t.level(0.0, Candidate(j, running=True, ran_s=1000.0, remaining_s=1.0, stopped_s=0.0)) == 1
+    # promoted, its service counts afresh: it is not demoted again at once
+    assert t.level(4001.0, Candidate(j, running=True, served_s=2001.0, remaining_s=1.0, stopped_s=0.0)) == 0
+    k = TraceJob("k", 0.0, 4, 1, 100.0, 50.0)
+    assert t.level(0.0, Candidate(k, running=True, served_s=1000.0, remaining_s=1.0, stopped_s=0.0)) == 1
     assert Tiresias(rack(1)).level(10**6, waited) == 2
 
 
@@ -90,6 +93,55 @@ def test_gavel_decides_only_at_its_rounds_and_shares_the_gpus_by_turns():
     assert r["a"]["preemptions"] >= 10 and r["b"]["preemptions"] >= 10
     assert r["a"]["placement"] == r["b"]["placement"] == "s0:4"
     assert abs(r["a"]["end_s"] - r["b"]["end_s"]) <= 2 * 360.0
+
+
+@pytest.mark.parametrize(("queue", "restart"), [("gavel", 400.0), ("las", 800.0)])
+def test_a_restart_longer_than_a_turn_is_not_service_and_jobs_still_finish(queue, restart):
+    # a restart counted as service would leave each resumed job preempted before it computes
+    w = jobs(("a", 10.0, 4, 10_000), ("b", 20.0, 4, 10_000))  # 1,000 s of work each
+    res = simulate(rack(1), w, method="first_fit", queue=queue, restart_s=restart, **EXACT)
+    for r in res.jobs:
+        assert r["run_s"] == pytest.approx(r["isolated_s"] + r["preemptions"] * restart)
+        assert r["end_s"] < 10_000.0
+
+
+def test_srtf_counts_the_restart_a_preempted_job_would_pay_and_does_not_swap_back_and_forth():
+    w = jobs(
+        ("A", 0.0, 4, 1000),
+        ("B", 10.0, 4, 600),
+        ("C", 20.0, 4, 50),
+        *[(f"D{i}", 30.0 + 5 * i, 4, 100_000) for i in range(8)],
+    )
+    res = simulate(rack(1), w, method="first_fit", queue="srtf", restart_s=50.0, **EXACT)
+    r = by_job(res)
+    assert r["A"]["preemptions"] == 1 and r["B"]["preemptions"] == 1 and r["C"]["preemptions"] == 0
+    # every restart that was served, and no more, is in the restart GPU-hours
+    served = sum(r["run_s"] - r["isolated_s"] for r in res.jobs)
+    assert res.summary["restart_gpu_hours"] == pytest.approx(4 * served / 3600.0)
+
+
+def test_a_running_job_is_preempted_only_where_an_admitted_placement_takes_its_gpus():
+    # e needs a whole server (Tiresias's placement) and outranks a and b, but none is free:
+    # a and b keep running until c and d leave s0 and s1 one GPU each short of whole
+    w = jobs(
+        ("a", 0.0, 3, 100_000),
+        ("b", 1.0, 3, 60_030),
+        ("c", 2.0, 1, 60_000),
+        ("d", 3.0, 1, 60_000),
+        ("e", 4000.0, 4, 1000),
+    )
+    res = simulate(rack(2), w, method="whole_servers", queue="tiresias", restart_s=0.0, **EXACT)
+    r = by_job(res)
+    assert r["a"]["preemptions"] == 0  # its server never became whole
+    assert r["e"]["start_s"] == pytest.approx(6003.0) and r["e"]["placement"] == "s1:4"
+    assert r["b"]["preemptions"] == 1  # preempted at 6,003 s, when e took its server
+
+
+def test_every_job_a_preemptive_policy_admits_starts_even_past_one_decisions_offer():
+    w = jobs(*[(f"L{i}", 0.0, 1, 100_000) for i in range(4)], ("S1", 100.0, 1, 100), ("S2", 100.0, 1, 100))
+    res = simulate(rack(1), w, method="first_fit", queue="srtf", restart_s=0.0, max_offer=1, **EXACT)
+    r = by_job(res)
+    assert r["S1"]["start_s"] == 100.0 and r["S2"]["start_s"] == 100.0
 
 
 def test_water_filling_gives_every_gang_the_same_gpus_until_they_run_out():

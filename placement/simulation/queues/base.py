@@ -28,8 +28,8 @@ class Candidate:
     job: TraceJob
     running: bool
     """It holds GPUs now."""
-    ran_s: float
-    """Seconds it has held GPUs so far (every run, restarts included)."""
+    served_s: float
+    """Seconds it has computed so far: the seconds it held GPUs, less its restarts."""
     remaining_s: float
     """Its believed remaining run time: iterations left x its last observed iteration time
     (its straggler-free time before it ever ran)."""
@@ -39,7 +39,7 @@ class Candidate:
     @property
     def attained_gpu_s(self) -> float:
         """GPU-seconds of service it has had (Tiresias's 2D attained service)."""
-        return self.job.workers * self.ran_s
+        return self.job.workers * self.served_s
 
 
 def fifo_key(c: Candidate) -> tuple[float, str]:

@@ -161,7 +161,7 @@ class Gavel(QueuePolicy):
         def priority(i: int) -> float:
             c = candidates[i]
             age = now - c.job.submit_s
-            received = c.ran_s / age if age > 0 else 0.0
+            received = c.served_s / age if age > 0 else 0.0
             return math.inf if received <= 0 else float(x[i]) / received
 
         keyed = sorted(
