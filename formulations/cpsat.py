@@ -138,6 +138,21 @@ def _build(
         exp_terms: list[tuple[float, Any]] = [
             (home.comm_ms, zs[h]) for h, home in enumerate(j.homes) if home.comm_ms > 0
         ]
+        groups = j.gamma_groups()
+        if groups:  # gamma 2 (k - 1) / k over the k servers used: one literal per count k >= 2
+            cs = {k: m.new_bool_var(f"k_{tag}_{k}") for k in range(2, j.most_servers() + 1)}
+            single = [zs[h] for h, home in enumerate(j.homes) if home.domain is None]
+            m.add(sum(cs.values()) == sum(zs[h] for h, home in enumerate(j.homes) if home.domain is not None))
+            m.add(sum(ys) == sum(single) + sum(k * c for k, c in cs.items()))
+            for g, (gamma, hs) in enumerate(sorted(groups.items())):
+                zg = sum(zs[h] for h in hs)
+                for k, c in cs.items():
+                    w = m.new_bool_var(f"gw_{tag}_{g}_{k}")  # = zg and c at the optimum
+                    m.add(w >= zg + c - 1)
+                    exp_terms.append((gamma * 2.0 * (k - 1) / k, w))
+            if start_alloc is not None:
+                n_used = sum(1 for v in start_alloc.values() if v > 0)
+                hints += [(c, int(n_used == k)) for k, c in cs.items()]
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None
             for s, ps in enumerate(probs):

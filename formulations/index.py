@@ -75,7 +75,16 @@ class Home:
     members: tuple[int, ...]
     """Server positions (within the job's own server list) inside this home."""
     comm_ms: float
+    """The all-reduce's part that does not depend on the server count: the ring and the level's
+    ``alpha`` term (a parameter-server job: its push/pull floor)."""
     bandwidth_gbps: float
+    gamma_ms: float = 0.0
+    """A domain home's fitted ``gamma``: the all-reduce adds ``gamma 2 (k - 1) / k`` on the
+    ``k >= 2`` servers the job uses (the models count them)."""
+
+    def comm_on(self, servers: int) -> float:
+        """The home's all-reduce time on ``servers`` servers."""
+        return self.comm_ms + (self.gamma_ms * 2.0 * (servers - 1) / servers if servers > 1 else 0.0)
 
 
 @dataclass
@@ -132,6 +141,20 @@ class JobIndex:
     """An upper bound on E[T_j] over every placement (used for big-M-free bounds)."""
     mult: np.ndarray | None = None
     """Servers behind each entry of ``servers`` (1, or a class's size when aggregated)."""
+
+    def gamma_groups(self) -> dict[float, list[int]]:
+        """The domain homes with a fitted ``gamma`` (the all-reduce's term that grows with the
+        servers used), by its value."""
+        out: dict[float, list[int]] = {}
+        for h, home in enumerate(self.homes):
+            if home.domain is not None and home.gamma_ms > 0:
+                out.setdefault(home.gamma_ms, []).append(h)
+        return out
+
+    def most_servers(self) -> int:
+        """Most servers a placement of the job can use."""
+        n = len(self.servers) if self.mult is None else int(self.mult.sum())
+        return min(self.workers, n, self.max_servers if self.max_servers is not None else n)
 
     def umax(self, i: int) -> int:
         """Most servers of unit ``i`` the job can use."""
@@ -210,8 +233,14 @@ def _homes(
     if zroom is None:
         floor = ps_floor_of(instance, instance.job_pos[job.id])
 
-    def comm(bw: float) -> float:
-        return comm_ms(job, bw) + floor
+    terms = instance.terms_by_bandwidth
+
+    def comm(bw: float) -> float:  # on one server: the ring and alpha (gamma's factor is 0)
+        return comm_ms(job, bw, 1, terms) + floor
+
+    def gamma(bw: float) -> float:
+        t = terms.get(bw)
+        return t.gamma_ms if t is not None and comm_ms(job, bw, 2, terms) > comm_ms(job, bw, 1, terms) else 0.0
 
     for i, sp in enumerate(sps):
         if cap[i] >= job.workers and (zroom is None or zroom[int(sp)] >= job.shards):
@@ -235,7 +264,7 @@ def _homes(
             if job.max_servers is not None and int(np.sort(caps)[::-1][: job.max_servers].sum()) < job.workers:
                 continue
             bw = cl.domains[d].bandwidth_gbps
-            homes.append(Home(d, mem, comm(bw), bw))
+            homes.append(Home(d, mem, comm(bw), bw, gamma(bw)))
     return homes
 
 
@@ -339,7 +368,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
             ji.upper_ms = float(t[-1])
-        ji.upper_ms += max((h.comm_ms for h in homes), default=0.0)
+        ji.upper_ms += max((h.comm_ms + 2.0 * h.gamma_ms for h in homes), default=0.0)
         if zroom is not None and homes:
             ji.shards = _shard_index(instance, jp, sps, cap, homes, zroom, probs)
             ji.upper_ms += _shard_upper(ji.shards, probs)

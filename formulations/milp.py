@@ -60,6 +60,8 @@ class Built:
     unit, home binaries (to hand the solver a complete integer start)."""
     modes: dict[int, list[list[Any]]] = field(default_factory=dict)
     """Per parameter-server job modelled exactly: per shard server, its mode binaries."""
+    counts: dict[int, dict[int, Any]] = field(default_factory=dict)
+    """Per job with a fitted ``gamma``: one binary per count ``k >= 2`` of servers used."""
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -71,6 +73,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     x: dict[tuple[int, int], Any] = {}
     used: dict[tuple[int, int], Any] = {}
     ints: dict[int, tuple[list[Any], list[list[tuple[int, Any]]], list[Any]]] = {}
+    counts: dict[int, dict[int, Any]] = {}
     placed: dict[int, Any] = {}
     obj_terms: list[Any] = []
     weight_terms: list[Any] = []
@@ -137,6 +140,21 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
         for i, yv in enumerate(ys):
             prob += yv <= pulp.lpSum(covers.get(i, []))
         comm = pulp.lpSum(home.comm_ms * zs[h] for h, home in enumerate(j.homes) if home.comm_ms > 0)
+        groups = j.gamma_groups()
+        if groups:  # gamma 2 (k - 1) / k over the k servers used: one binary per count k >= 2
+            cs = {k: pulp.LpVariable(f"k_{tag}_{k}", cat="Binary") for k in range(2, j.most_servers() + 1)}
+            counts[j.jp] = cs
+            single = [zs[h] for h, home in enumerate(j.homes) if home.domain is None]
+            prob += pulp.lpSum(cs.values()) == pulp.lpSum(
+                zs[h] for h, home in enumerate(j.homes) if home.domain is not None
+            )
+            prob += pulp.lpSum(us) == pulp.lpSum(single) + pulp.lpSum(k * c for k, c in cs.items())
+            for g, (gamma, hs) in enumerate(sorted(groups.items())):
+                zg = pulp.lpSum(zs[h] for h in hs)
+                for k, c in cs.items():
+                    w = pulp.LpVariable(f"gw_{tag}_{g}_{k}", 0, 1)  # = zg and c at the optimum
+                    prob += w >= zg + c - 1
+                    comm = comm + gamma * 2.0 * (k - 1) / k * w
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None
             taus = []
@@ -210,7 +228,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             ]
             if cap is not None and terms:
                 prob += pulp.lpSum(terms) <= n * cap
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints, b_modes)
+    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints, b_modes, counts)
 
 
 def _push_pull(
@@ -560,6 +578,9 @@ def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | 
             want = [h for h, home in enumerate(j.homes) if d is not None and home.domain == d.index]
         for h, zv in enumerate(zs):
             zv.setInitialValue(1 if want and h == want[0] else 0)
+        for k, cv in b.counts.get(j.jp, {}).items():
+            used_servers = sum(1 for v in alloc.values() if v > 0)
+            cv.setInitialValue(1 if used_servers == k and want and j.homes[want[0]].domain is not None else 0)
         if j.jp in b.modes:
             chosen = start_modes(instance, j, alloc, (shards or {}).get(j.job_id, {}))
             for m, us in enumerate(b.modes[j.jp]):

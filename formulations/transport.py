@@ -131,6 +131,7 @@ def transport_lp(
         return TransportLP(None)
     idx = arrays_of(instance)
     cl = cluster_of(instance)
+    terms = instance.terms_by_bandwidth
     free = cl.free_gpus
     special_pos = {instance.server_pos[s] for s in singled_out_servers(instance)}
     mean = np.floor(idx.server_mean / class_step + 1e-9) * class_step
@@ -224,7 +225,7 @@ def transport_lp(
             # an artificial option, dearer than the job's real ones, so that the first
             # restricted LPs are feasible (an LP with more options has no higher optimum: its
             # value stays a bound; made dearer while the optimum uses it)
-            worst = float(E[usable].max(initial=0.0)) + (comm_ms(job, narrowest) if W > 1 else 0.0)
+            worst = float(E[usable].max(initial=0.0)) + (comm_ms(job, narrowest, W, terms) if W > 1 else 0.0)
             artificial.append(len(blocks))
             add(one * f * (10.0 * worst + lb + 1.0), one * 0.0, np.array([r_cvx + jp]), one)
         add(
@@ -263,7 +264,7 @@ def transport_lp(
             continue
         cs = np.flatnonzero(usable[sub_cls] & (sub_free >= W))  # one server of subclass f
         if len(cs):
-            cost = E[sub_cls[cs]] + comm_ms_each(job, sub_intra[cs])
+            cost = E[sub_cls[cs]] + comm_ms_each(job, sub_intra[cs], terms)
             rows = np.stack(
                 [
                     np.full(len(cs), r_cvx + jp),
@@ -285,8 +286,8 @@ def transport_lp(
         if int((np.isfinite(idx.job_a(jp)) & (free > 0)).sum()) < k:
             dual.add(f, lb, row_lower[r_cost + jp], W, one_server)
             continue  # fewer than k usable servers: no placement on two or more
-        for b in tiers:  # two or more servers whose smallest domain has bandwidth b
-            cm = comm_ms(job, b)
+        for b in tiers:  # k or more servers whose smallest domain has bandwidth b
+            cm = comm_ms(job, b, k, terms)
             add(
                 np.zeros(1),
                 np.zeros(1),
@@ -311,7 +312,7 @@ def transport_lp(
             lazy.append((rows, vals, V, float(W)))  # their sum is at most W (worker link)
             seeds.append(np.flatnonzero(np.isin(xs, cls[on])) if len(on) >= 2 else _NONE[1])
             # a tier's vertices: all W workers in one class, at the cheapest tier's all-reduce
-            spread = (min(comm_ms(job, b) for b in tiers) + V, xs, np.full(len(xs), -1))
+            spread = (min(comm_ms(job, b, k, terms) for b in tiers) + V, xs, np.full(len(xs), -1))
         else:
             spread = None
         dual.add(f, lb, row_lower[r_cost + jp], W, one_server, spread)

@@ -90,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "load_bundled": "placement.instances",
     "resolve_instance": "placement.instances",
     "Instance": "placement.model",
+    "CommTerm": "placement.model",
     "Job": "placement.model",
     "JobReport": "placement.model",
     "Link": "placement.model",
@@ -182,13 +183,26 @@ if TYPE_CHECKING:  # the same names, for type checkers and IDEs
         solution_to_dict,
     )
     from placement.instances import bundled_names, load_bundled, resolve_instance
-    from placement.model import Instance, Job, JobReport, Link, Scenarios, Server, Slowdown, Solution, Status, Switch
+    from placement.model import (
+        CommTerm,
+        Instance,
+        Job,
+        JobReport,
+        Link,
+        Scenarios,
+        Server,
+        Slowdown,
+        Solution,
+        Status,
+        Switch,
+    )
     from placement.problem import Cluster, Domain, cluster_of
     from placement.simulation import SimConfig, SimResult, simulate
     from placement.solving import REGISTRY, MethodSpec, Options, Outcome, get_method, list_methods, solve
 
 __all__ = [
     "Cluster",
+    "CommTerm",
     "Domain",
     "Evaluation",
     "Instance",

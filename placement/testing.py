@@ -29,6 +29,7 @@ from placement.evaluation.validate import validate
 from placement.formats.instance import instance_from_dict, instance_to_dict
 from placement.model.records import (
     Assignment,
+    CommTerm,
     Instance,
     Job,
     Link,
@@ -80,13 +81,15 @@ def instances(
     feasible: bool = True,
     parameter_servers: bool | None = None,
     hybrid: bool = False,
+    comm_terms: bool | None = None,
 ) -> Instance:
     """A valid instance built by construction.
 
     ``None`` for a feature lets hypothesis choose.  ``hybrid``: some jobs are hybrid-parallel
     (tp 1-2, their planted groups whole, the planted matrix in ``metadata["witness_stages"]``).  With ``feasible`` every job is cut out
     of a planted placement (stored in ``metadata["witness"]``), so admission ``all`` can
-    always be met; otherwise jobs may also be too large to fit.
+    always be met; otherwise jobs may also be too large to fit.  ``comm_terms``: fitted
+    all-reduce terms (``alpha``, ``gamma``) at some of the topology's bandwidth levels.
     """
     if not 1 <= min_servers <= max_servers:
         raise ValueError(f"need 1 <= min_servers <= max_servers, got {min_servers}, {max_servers}")
@@ -271,6 +274,13 @@ def instances(
             )
             for j in jobs
         ]
+    terms: list[CommTerm] = []
+    if draw(b) if comm_terms is None else comm_terms:
+        levels = sorted({s.intra_bandwidth_gbps for s in servers} | {link.bandwidth_gbps for link in links})
+        for level in draw(st.lists(st.sampled_from(levels), unique=True, max_size=len(levels))):
+            alpha = draw(st.sampled_from([0.0, 0.2, 2.0]))
+            gamma = draw(st.sampled_from([0.0, 5.0, 40.0]))
+            terms.append(CommTerm(level, alpha, gamma))
     inst = Instance(
         name="hypothesis",
         servers=tuple(servers),
@@ -281,6 +291,7 @@ def instances(
         objective=obj,
         admission=adm,
         source="placement.testing.instances",
+        comm_terms=tuple(terms),
         metadata=(
             {"witness": witness, "witness_shards": witness_shards, "witness_stages": witness_stages} if feasible else {}
         ),

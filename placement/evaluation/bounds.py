@@ -42,7 +42,8 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     - one server: ``min_n E[a_n S_n] + C(intra_n)`` over servers with room for the gang;
     - ``k >= 2`` servers, ``k`` at least ``ceil(W / most free GPUs of a server)``: the
       expected maximum over any ``k`` servers is at least :func:`spread_lower_bound`'s, plus
-      the all-reduce time at the widest bandwidth of a domain with room for the gang.
+      the least all-reduce time on ``k`` servers at a domain with room for the gang (the
+      widest, without fitted terms).
 
     A hybrid job's is :func:`hybrid_lower_bound`'s.
     """
@@ -56,12 +57,13 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
         return math.inf
     score = idx.job_score(jp)
     floor = ps_floor_of(instance, jp)
+    terms = instance.terms_by_bandwidth
     if job.workers == 1:
         return float(score[free > 0].min()) + floor
     whole = np.flatnonzero(free >= job.workers)
     single = math.inf
     if len(whole):
-        single = float((score[whole] + comm_ms_each(job, cl.intra_bandwidth[whole])).min())
+        single = float((score[whole] + comm_ms_each(job, cl.intra_bandwidth[whole], terms)).min())
     multi = math.inf
     k = max(2, -(-job.workers // int(free.max())))
     if cl.domains and int((free > 0).sum()) >= k:
@@ -70,7 +72,8 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
         wide = [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers and len(d.servers) >= k]
         if wide:  # the maximum is also at least each used server's expectation
             spread = max(spread_lower_bound(instance, jp, k), float(score[free > 0].min()))
-            multi = spread + comm_ms(job, max(wide))
+            # every placement over two or more servers uses at least k of them
+            multi = spread + min(comm_ms(job, b, k, terms) for b in wide)
     return min(single, multi) + floor
 
 
@@ -210,12 +213,14 @@ def comm_lower_bound(instance: Instance, jp: int) -> float:
     floor = ps_floor_of(instance, jp)
     if job.workers == 1:
         return floor
-    bws = list(cl.intra_bandwidth[free >= job.workers])
+    terms = instance.terms_by_bandwidth
+    comm = [comm_ms(job, float(b), 1, terms) for b in set(cl.intra_bandwidth[free >= job.workers].tolist())]
     if cl.domains:
         concat, offsets = cl.domain_concat
         room = np.add.reduceat(free[concat], offsets)
-        bws += [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers]
-    return comm_ms(job, max(bws, default=0.0)) + floor
+        k = max(2, -(-job.workers // int(free.max())))
+        comm += [comm_ms(job, d.bandwidth_gbps, k, terms) for d, r in zip(cl.domains, room) if r >= job.workers]
+    return min(comm, default=math.inf) + floor
 
 
 def spread_lower_bound(instance: Instance, jp: int, k: int) -> float:

@@ -115,7 +115,7 @@ def evaluate(
         else:
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
-            c = comm_ms(job, bw)
+            c = comm_ms(job, bw, len(sps), instance.terms_by_bandwidth)
             parts[job.id] = (float(ideal[g]), c)
             exp_t, ideal_t, p_strag = float(e[g]) + c, float(ideal[g]) + c, float(strag[g])
             n_servers = len(sps)

@@ -93,7 +93,7 @@ def monte_carlo(
             t = t + push
         else:
             ids = [instance.servers[sp].id for sp in sps]
-            t = t + comm_ms(job, cluster_of(instance).bandwidth(ids))
+            t = t + comm_ms(job, cluster_of(instance).bandwidth(ids), len(ids), instance.terms_by_bandwidth)
         jobs[job.id] = (float(t.mean()), float(1.96 * t.std(ddof=1) / math.sqrt(samples)))
         total += weight_factor(instance, job) * t
     return MonteCarloResult(

@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 from placement.errors import InstanceError
 from placement.formats.parse import describe, flagged_paths, read_json_file, schema_problems, write_json_atomic
-from placement.model.records import Instance, Job, Link, Scenarios, Server, Slowdown, Switch
+from placement.model.records import CommTerm, Instance, Job, Link, Scenarios, Server, Slowdown, Switch
 from placement.model.tolerances import PROB_SUM_TOL
 
 __all__ = [
@@ -124,6 +124,25 @@ def _semantic_problems(data: Any) -> list[str]:
                     problems.append(
                         f"scenarios.slowdowns.{sid} must have {n_scen} values (one per scenario), got {len(row)}"
                     )
+    terms: list[Any] = data["comm_terms"] if isinstance(data.get("comm_terms"), list) else []
+    levels = {
+        float(n["intra_bandwidth_gbps"]) for n in nodes if isinstance(n, dict) and _num(n.get("intra_bandwidth_gbps"))
+    }
+    levels |= {float(e["bandwidth_gbps"]) for e in edges if isinstance(e, dict) and _num(e.get("bandwidth_gbps"))}
+    seen_levels: dict[float, int] = {}
+    for i, t in enumerate(terms):
+        raw: Any = t.get("bandwidth_gbps") if isinstance(t, dict) else None
+        if not _num(raw):
+            continue
+        b = float(raw)
+        if b in seen_levels:
+            problems.append(f"comm_terms[{i}].bandwidth_gbps {b:g} repeats comm_terms[{seen_levels[b]}]")
+        elif b not in levels:
+            problems.append(
+                f"comm_terms[{i}].bandwidth_gbps {b:g} is no bandwidth level of the topology "
+                f"(a server's intra_bandwidth_gbps or a link's bandwidth_gbps)"
+            )
+        seen_levels.setdefault(b, i)
     jobs: list[Any] = data["jobs"] if isinstance(data.get("jobs"), list) else []
     seen_jobs: dict[str, int] = {}
     objective = data.get("objective", "weighted_expected_iteration_time")
@@ -292,6 +311,10 @@ def _build(data: Mapping[str, Any]) -> Instance:
         admission=data.get("admission", "all"),
         source=data.get("source", ""),
         metadata=data.get("metadata", {}),
+        comm_terms=tuple(
+            CommTerm(float(t["bandwidth_gbps"]), float(t.get("alpha_ms", 0.0)), float(t.get("gamma_ms", 0.0)))
+            for t in data.get("comm_terms", [])
+        ),
     )
 
 
@@ -396,6 +419,11 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             "probs": list(inst.scenarios.probs),
             "slowdowns": {k: list(v) for k, v in inst.scenarios.slowdowns.items()},
         }
+    if inst.comm_terms:
+        out["comm_terms"] = [
+            {"bandwidth_gbps": t.bandwidth_gbps, "alpha_ms": t.alpha_ms, "gamma_ms": t.gamma_ms}
+            for t in inst.comm_terms
+        ]
     if inst.metadata:
         out["metadata"] = json.loads(json.dumps(dict(inst.metadata)))
     return out

@@ -76,7 +76,7 @@ def cost_density_order(instance: Instance) -> list[int]:
     widest = max((d.bandwidth_gbps for d in cl.domains), default=0.0)
 
     def density(job: Job) -> float:
-        comm = comm_ms(job, widest) if job.workers > 1 and widest > 0 else 0.0
+        comm = comm_ms(job, widest, 2, instance.terms_by_bandwidth) if job.workers > 1 and widest > 0 else 0.0
         return weight_factor(instance, job) * (job.compute_ms + comm) / job.workers
 
     return sorted(range(len(jobs)), key=lambda jp: (-density(jobs[jp]), jobs[jp].workers, jp))
@@ -144,7 +144,7 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     best = math.inf
     single = cand[crooms >= W]
     if len(single):
-        c = comm_ms_each(job, st.cluster.intra_bandwidth[single]) if W > 1 else 0.0
+        c = comm_ms_each(job, st.cluster.intra_bandwidth[single], inst.terms_by_bandwidth) if W > 1 else 0.0
         key = score[single] + c if prices is None else wf * (score[single] + c) + W * per_whole[single]
         top = single[_smallest(key, 3)]
         singles = [{int(sp): W} for sp in top]
@@ -173,7 +173,9 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     lens = np.diff(np.append(offsets, len(concat)))
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
-    lb = np.where(dom_room >= W, wf * (kth + comm_ms_each(job, cl.domain_bandwidth)), math.inf)
+    # (two or more servers: the all-reduce at least its least over server counts)
+    comm = comm_ms_each(job, cl.domain_bandwidth, inst.terms_by_bandwidth, multi=True)
+    lb = np.where(dom_room >= W, wf * (kth + comm), math.inf)
     order = np.argsort(lb, kind="stable")
     pos = 0
     seen: set[frozenset[tuple[int, int]]] = set()  # fills often repeat (orders, nested domains)

@@ -25,6 +25,7 @@ __all__ = [
     "Server",
     "Switch",
     "Link",
+    "CommTerm",
     "Job",
     "Scenarios",
     "Instance",
@@ -121,6 +122,18 @@ class Link:
     source: str
     target: str
     bandwidth_gbps: float
+
+
+@dataclass(frozen=True)
+class CommTerm:
+    """Fitted terms of an all-reduce whose bottleneck is a bandwidth level (calibrated from
+    profiles by ``placement calibrate``): ``alpha_ms`` per ring step, ``2 (W - 1)`` of them, and
+    ``gamma_ms`` for the inter-server stage of a hierarchical all-reduce, times
+    ``2 (k - 1) / k`` over the job's ``k`` servers.  Both 0: the plain ring."""
+
+    bandwidth_gbps: float
+    alpha_ms: float = 0.0
+    gamma_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -228,6 +241,8 @@ class Instance:
     admission: str = "all"
     source: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    comm_terms: tuple[CommTerm, ...] = ()
+    """Fitted all-reduce terms by bottleneck bandwidth level (none: the plain ring)."""
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Memo of what :mod:`placement.problem` derives from this instance (built on first
     use); not part of the record's value, never written to a document."""
@@ -242,6 +257,11 @@ class Instance:
     @cached_property
     def job_by_id(self) -> Mapping[str, Job]:
         return MappingProxyType({j.id: j for j in self.jobs})
+
+    @cached_property
+    def terms_by_bandwidth(self) -> Mapping[float, CommTerm]:
+        """:attr:`comm_terms` by their bandwidth level."""
+        return MappingProxyType({t.bandwidth_gbps: t for t in self.comm_terms})
 
     @cached_property
     def server_pos(self) -> Mapping[str, int]:

@@ -1,7 +1,8 @@
 """The rules of the model, each written once: every layer above (validator, heuristics,
 exact models, bounds) calls these instead of restating them.
 
-- **communication**: the ring all-reduce time of a job at a bandwidth, the push/pull time
+- **communication**: the all-reduce time of a job at a bandwidth level on k servers (the
+  ring, plus the level's fitted terms where the instance has them), the push/pull time
   of a parameter-server job's shards on a server, and a hybrid job's stage-boundary
   (point-to-point) and per-stage data-parallel all-reduce times;
 - **objective**: a job's coefficient on ``E[T_j]``;
@@ -21,13 +22,14 @@ from typing import TypeVar
 
 import numpy as np
 
-from placement.model.records import Instance, Job
+from placement.model.records import CommTerm, Instance, Job
 from placement.model.tolerances import CAPACITY_RESOLUTION, CAPACITY_RTOL, DEADLINE_RTOL
 
 K = TypeVar("K")
 
 __all__ = [
     "comm_ms",
+    "comm_floor_ms",
     "comm_ms_each",
     "ps_comm_ms",
     "ps_floor_ms",
@@ -50,22 +52,37 @@ __all__ = [
 
 
 # -------------------------------------------------------------- communication
-def comm_ms(job: Job, bandwidth_gbps: float) -> float:
-    """Ring all-reduce time ``2 (W-1)/W * 8 G / B`` in ms (0 for one worker, inf when B=0);
-    0 for a parameter-server job, whose push/pull phase is :func:`ps_comm_ms`'s, and for a
-    hybrid job, whose communication is :func:`p2p_ms` and :func:`stage_sync_ms`."""
-    if job.workers == 1 or job.is_ps or job.is_hybrid:
-        return 0.0
+def comm_ms(job: Job, bandwidth_gbps: float, servers: int, terms: Mapping[float, CommTerm]) -> float:
+    """All-reduce time in ms of ``job`` on ``servers`` servers whose bottleneck bandwidth is
+    ``bandwidth_gbps``: the ring ``2 (W-1)/W * 8 G / B``, plus the fitted terms of that level
+    (``terms``, :attr:`Instance.terms_by_bandwidth`): ``alpha 2 (W - 1) + gamma 2 (k - 1) / k``.
+    0 for one worker, inf when B = 0; 0 for a parameter-server job, whose push/pull phase is
+    :func:`ps_comm_ms`'s, and for a hybrid job, whose communication is :func:`p2p_ms` and
+    :func:`stage_sync_ms`."""
+    if job.workers == 1 or job.is_ps or job.is_hybrid or job.gradient_mb <= 0:
+        return 0.0  # nothing to all-reduce (the fitted terms too are the all-reduce's)
     if bandwidth_gbps <= 0:
         return math.inf
-    return 2.0 * (job.workers - 1) / job.workers * 8.0 * job.gradient_mb / bandwidth_gbps
+    W = job.workers
+    c = 2.0 * (W - 1) / W * 8.0 * job.gradient_mb / bandwidth_gbps
+    t = terms.get(bandwidth_gbps) if terms else None
+    if t is not None:
+        c += t.alpha_ms * 2.0 * (W - 1) + (t.gamma_ms * 2.0 * (servers - 1) / servers if servers > 1 else 0.0)
+    return c
 
 
-def comm_ms_each(job: Job, bandwidths: np.ndarray) -> np.ndarray:
-    """:func:`comm_ms` of ``job`` at each of ``bandwidths`` (computed once per distinct
-    bandwidth)."""
+def comm_floor_ms(job: Job, bandwidth_gbps: float, terms: Mapping[float, CommTerm], multi: bool) -> float:
+    """A lower bound of :func:`comm_ms` at ``bandwidth_gbps`` over every server count a
+    placement there may have: one server, or with ``multi`` two or more (``gamma``'s factor
+    ``2 (k - 1) / k`` is least at two)."""
+    return comm_ms(job, bandwidth_gbps, 2 if multi else 1, terms)
+
+
+def comm_ms_each(job: Job, bandwidths: np.ndarray, terms: Mapping[float, CommTerm], multi: bool = False) -> np.ndarray:
+    """:func:`comm_floor_ms` of ``job`` at each of ``bandwidths`` (computed once per distinct
+    bandwidth): exact on one server; with ``multi``, the least over two or more servers."""
     values, inv = np.unique(bandwidths, return_inverse=True)
-    return np.array([comm_ms(job, float(b)) for b in values])[inv.reshape(-1)]
+    return np.array([comm_floor_ms(job, float(b), terms, multi) for b in values])[inv.reshape(-1)]
 
 
 def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float) -> float:

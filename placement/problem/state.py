@@ -198,7 +198,7 @@ class State:
             for k, ek in zip(todo, e):
                 ids = [self.instance.servers[sp].id for sp in k]
                 bw = self.cluster.bandwidth(ids)
-                t = slots * float(ek) + comm_ms(job, bw)
+                t = slots * float(ek) + comm_ms(job, bw, len(k), self.instance.terms_by_bandwidth)
                 if job.is_hybrid and bw <= 0:
                     t = math.inf  # groups that cannot reach each other
                 if not meets_deadline(job, t) and not job.is_ps:  # a PS job's phase comes on top: cost()

@@ -118,7 +118,8 @@ def placed_on(cluster: Instance, tj: TraceJob, alloc: dict[int, int]) -> tuple[n
     a = np.array([tj.compute_ms / (job.speed(cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
     if not np.isfinite(a).all():
         raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
-    return sps, a, comm_ms(job, cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sps]))
+    bw = cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sps])
+    return sps, a, comm_ms(job, bw, len(sps), cluster.terms_by_bandwidth)
 
 
 def shards_on(

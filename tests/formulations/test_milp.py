@@ -105,6 +105,44 @@ def test_exact_methods_agree_with_each_other_and_the_oracle(inst):
     _exact_methods_agree_with_the_oracle(inst)
 
 
+@settings(max_examples=20)
+@given(instances(min_servers=2, max_servers=4, max_jobs=3, max_gpus=3, parameter_servers=False, comm_terms=True))
+def test_with_fitted_all_reduce_terms_exact_methods_stay_exact(inst):
+    """Calibrated terms (``alpha`` per ring step, ``gamma 2 (k - 1) / k`` over the servers
+    used): the exact models count the servers a job uses and stay exact against brute force,
+    and every bound stays below the optimum."""
+    _exact_methods_agree_with_the_oracle(inst)
+
+
+def test_fitted_terms_change_where_a_spread_job_goes():
+    """A 4-GPU job that must spread over 2-GPU servers: with gamma on the rack level, spreading
+    over more servers costs more; the exact models and brute force agree, and the evaluator
+    charges ring + alpha 2 (W - 1) + gamma 2 (k - 1) / k."""
+    from placement.evaluation import evaluate
+    from placement.model import CommTerm, Instance, Job, Link, Server, Switch
+    from placement.problem.rules import comm_ms
+
+    servers = (Server("a", 2, "A", 2400.0), Server("b", 2, "A", 2400.0), Server("c", 4, "A", 2400.0, used_gpus=2))
+    links = tuple(Link(s.id, "tor", 100.0) for s in servers)
+    job = Job("j", 4, 100.0, 50.0)
+    plain = Instance("t", servers, (job,), (Switch("tor"),), links)
+    fitted = plain.replace(comm_terms=(CommTerm(100.0, alpha_ms=0.5, gamma_ms=40.0),))
+    ring = comm_ms(job, 100.0, 2, {})
+    two = {"j": {"a": 2, "b": 2}}
+    three = {"j": {"a": 1, "b": 1, "c": 2}}
+    assert evaluate(fitted, two).jobs["j"].expected_iteration_ms == pytest.approx(100.0 + ring + 0.5 * 6 + 40.0)
+    assert evaluate(fitted, three).jobs["j"].expected_iteration_ms == pytest.approx(
+        100.0 + ring + 0.5 * 6 + 40.0 * 4 / 3
+    )
+    oracle = placement.solve(fitted, "brute_force")
+    assert len(oracle.assignment["j"]) == 2  # two servers, not three
+    for spec in EXACT:
+        if spec.available:
+            sol = placement.solve(fitted, spec.name, time_limit_s=30)
+            assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), spec.name
+            assert sol.bound is not None and sol.bound <= oracle.objective * (1 + 1e-6)
+
+
 def _exact_methods_agree_with_the_oracle(inst):
     """Every available exact method against brute force: same status, same objective, a bound
     below the optimum, and shards of its own (none left to the driver's shard rule)."""

@@ -75,7 +75,7 @@ def ideal_iteration_ms(workers: int, compute_ms: float, gradient_mb: float) -> f
     """Iteration time (ms) at speed 1 on a consolidated placement: compute plus the ring
     all-reduce at :data:`CONSOLIDATED_GBPS`."""
     job = Job(id="ideal", workers=workers, compute_ms=compute_ms, gradient_mb=gradient_mb)
-    return compute_ms + comm_ms(job, CONSOLIDATED_GBPS)
+    return compute_ms + comm_ms(job, CONSOLIDATED_GBPS, 1, {})
 
 
 def iterations_from(duration_s: float, workers: int, compute_ms: float, gradient_mb: float) -> int:

@@ -22,7 +22,7 @@ from placement.problem.rules import comm_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.workload.records import TraceJob
 
-__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_bandwidth", "as_measured"]
+__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_level", "as_measured"]
 
 COMM_SHARE_MAX = 0.48
 """The largest share of a job's measured iteration time its all-reduce may take at its
@@ -43,17 +43,18 @@ def _usable(cluster: Instance, tj: TraceJob) -> list[int]:
     return [k for k, s in enumerate(cluster.servers) if s.free_gpus > 0 and (job.speed(s.gpu_type) or 0.0) > 0]
 
 
-def reference_bandwidth(cluster: Instance, tj: TraceJob) -> float:
-    """``B`` of ``tj``'s reference placement on ``cluster``: the fewest servers (by free GPUs)
-    that hold its gang, within the narrowest bandwidth domain holding that many; one server's
-    own GPU-to-GPU bandwidth when one holds it (the best such server's).  ``0.0`` when no
-    connected set of servers holds the gang."""
+def reference_level(cluster: Instance, tj: TraceJob) -> tuple[float, int]:
+    """The bottleneck bandwidth ``B`` of ``tj``'s reference placement on ``cluster`` and its
+    number of servers: the fewest servers (by free GPUs) that hold its gang, within the
+    narrowest bandwidth domain holding that many; one server's own GPU-to-GPU bandwidth when
+    one holds it (the best such server's).  ``(0.0, 0)`` when no connected set of servers
+    holds the gang."""
     usable = _usable(cluster, tj)
     caps = np.array([cluster.servers[k].free_gpus for k in usable], dtype=np.int64)
     if not len(caps) or caps.sum() < tj.workers:
-        return 0.0
+        return 0.0, 0
     if caps.max() >= tj.workers:
-        return max(cluster.servers[k].intra_bandwidth_gbps for k, c in zip(usable, caps) if c >= tj.workers)
+        return max(cluster.servers[k].intra_bandwidth_gbps for k, c in zip(usable, caps) if c >= tj.workers), 1
     k_min = int(np.searchsorted(np.cumsum(np.sort(caps)[::-1]), tj.workers) + 1)
     cl = cluster_of(cluster)
     ok = set(usable)
@@ -63,7 +64,7 @@ def reference_bandwidth(cluster: Instance, tj: TraceJob) -> float:
         top = sorted((cluster.servers[p].free_gpus for p in m), reverse=True)[:k_min]
         if len(top) == k_min and sum(top) >= tj.workers:
             best = max(best, d.bandwidth_gbps)
-    return best
+    return best, (k_min if best > 0 else 0)
 
 
 def as_measured(
@@ -85,7 +86,7 @@ def as_measured(
         raise ValueError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
     out: list[TraceJob] = []
     scaled = 0
-    bandwidth: dict[tuple[int, object], float] = {}
+    level: dict[tuple[int, object], tuple[float, int]] = {}
     for tj in jobs:
         if tj.duration_s is None:
             out.append(tj if comm == "on" else replace(tj, gradient_mb=0.0, activation_mb=0.0))
@@ -95,13 +96,21 @@ def as_measured(
         c_ref = 0.0
         if gradient > 0 and tj.workers > 1:
             key = (tj.workers, tuple(sorted(tj.gpu_speed.items())) if tj.gpu_speed else None)
-            if key not in bandwidth:
-                bandwidth[key] = reference_bandwidth(cluster, tj)
-            c_ref = comm_ms(Job("ref", tj.workers, t_ref, gradient), bandwidth[key])
+            if key not in level:
+                level[key] = reference_level(cluster, tj)
+            bw, k = level[key]
+            terms = cluster.terms_by_bandwidth
+            c_ref = comm_ms(Job("ref", tj.workers, t_ref, gradient), bw, k, terms)
             cap = comm_share_max * t_ref
             if c_ref > cap:
-                gradient = gradient * cap / c_ref if math.isfinite(c_ref) else 0.0
-                c_ref = cap if math.isfinite(c_ref) else 0.0
+                # the ring scales with the gradient, the level's fitted terms do not
+                ring = comm_ms(Job("ref", tj.workers, t_ref, gradient), bw, k, {})
+                fixed = c_ref - ring if math.isfinite(c_ref) else 0.0
+                if math.isfinite(c_ref) and cap > fixed:
+                    gradient *= (cap - fixed) / ring
+                    c_ref = cap
+                else:  # nothing left to scale: no all-reduce at all
+                    gradient, c_ref = 0.0, 0.0
                 scaled += 1
         out.append(replace(tj, compute_ms=t_ref - c_ref, gradient_mb=gradient))
     return out, scaled
