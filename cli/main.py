@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import-placement": ("import_placement", "Read a placement back from exported manifests or scripts."),
     "estimate": ("estimate", "Learn slowdowns from iteration logs and telemetry."),
     "backtest": ("backtest", "Backtest the slowdown estimator on PAI per-worker logs."),
+    "calibrate": ("calibrate", "Fit a job's compute and all-reduce terms from profiled step times."),
 }
 """Verb -> (module in ``placement.cli.commands``, the one-line summary of ``placement --help``).
 The module's command function has the module's name."""

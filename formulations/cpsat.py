@@ -68,7 +68,8 @@ class Scale:
         return int(math.floor(ms / self.time_unit_ms + 1e-9))
 
     def coef_floor(self, x: float) -> int:
-        return int(math.floor(x * self.objective_scale + 1e-9)) if x > 0 else 0
+        """``x`` in objective units, rounded down (a negative cost too: a fitted ``gamma``)."""
+        return int(math.floor(x * self.objective_scale + 1e-9)) if x != 0 else 0
 
 
 def _build(
@@ -147,8 +148,10 @@ def _build(
             for g, (gamma, hs) in enumerate(sorted(groups.items())):
                 zg = sum(zs[h] for h in hs)
                 for k, c in cs.items():
-                    w = m.new_bool_var(f"gw_{tag}_{g}_{k}")  # = zg and c at the optimum
+                    w = m.new_bool_var(f"gw_{tag}_{g}_{k}")  # = zg and c
                     m.add(w >= zg + c - 1)
+                    m.add(w <= zg)
+                    m.add(w <= c)
                     exp_terms.append((gamma * 2.0 * (k - 1) / k, w))
             if start_alloc is not None:
                 n_used = sum(1 for v in start_alloc.values() if v > 0)

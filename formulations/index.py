@@ -80,7 +80,13 @@ class Home:
     bandwidth_gbps: float
     gamma_ms: float = 0.0
     """A domain home's fitted ``gamma``: the all-reduce adds ``gamma 2 (k - 1) / k`` on the
-    ``k >= 2`` servers the job uses (the models count them)."""
+    ``k >= 2`` servers the job uses (the models count them); negative where the fit says a
+    spread job communicates less than its ring (at least ``-8 G / B``: never below zero)."""
+
+    @property
+    def comm_floor_ms(self) -> float:
+        """The least all-reduce time of the home over every server count."""
+        return self.comm_ms + min(0.0, 2.0 * self.gamma_ms)
 
     def comm_on(self, servers: int) -> float:
         """The home's all-reduce time on ``servers`` servers."""
@@ -143,11 +149,11 @@ class JobIndex:
     """Servers behind each entry of ``servers`` (1, or a class's size when aggregated)."""
 
     def gamma_groups(self) -> dict[float, list[int]]:
-        """The domain homes with a fitted ``gamma`` (the all-reduce's term that grows with the
+        """The domain homes with a fitted ``gamma`` (the all-reduce's term that changes with the
         servers used), by its value."""
         out: dict[float, list[int]] = {}
         for h, home in enumerate(self.homes):
-            if home.domain is not None and home.gamma_ms > 0:
+            if home.domain is not None and home.gamma_ms != 0:
                 out.setdefault(home.gamma_ms, []).append(h)
         return out
 
@@ -239,8 +245,8 @@ def _homes(
         return comm_ms(job, bw, 1, terms) + floor
 
     def gamma(bw: float) -> float:
-        t = terms.get(bw)
-        return t.gamma_ms if t is not None and comm_ms(job, bw, 2, terms) > comm_ms(job, bw, 1, terms) else 0.0
+        t = terms.get(bw)  # a job that all-reduces (its ring time is positive) pays the level's gamma
+        return t.gamma_ms if t is not None and comm_ms(job, bw, 1, {}) > 0 else 0.0
 
     for i, sp in enumerate(sps):
         if cap[i] >= job.workers and (zroom is None or zroom[int(sp)] >= job.shards):
@@ -320,7 +326,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             cheapest = np.full(len(sps), math.inf)
             for h in homes:
                 for i in h.members:
-                    cheapest[i] = min(cheapest[i], h.comm_ms)
+                    cheapest[i] = min(cheapest[i], h.comm_floor_ms)
             score = ev.job_score(jp)[sps]
             ok = score + cheapest <= thresholds[jp] * (1 + PRUNE_RTOL) + PRUNE_RTOL
             if not ok.all():
@@ -368,7 +374,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
             ji.upper_ms = float(t[-1])
-        ji.upper_ms += max((h.comm_ms + 2.0 * h.gamma_ms for h in homes), default=0.0)
+        ji.upper_ms += max((h.comm_ms + max(0.0, 2.0 * h.gamma_ms) for h in homes), default=0.0)
         if zroom is not None and homes:
             ji.shards = _shard_index(instance, jp, sps, cap, homes, zroom, probs)
             ji.upper_ms += _shard_upper(ji.shards, probs)

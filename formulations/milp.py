@@ -152,8 +152,10 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             for g, (gamma, hs) in enumerate(sorted(groups.items())):
                 zg = pulp.lpSum(zs[h] for h in hs)
                 for k, c in cs.items():
-                    w = pulp.LpVariable(f"gw_{tag}_{g}_{k}", 0, 1)  # = zg and c at the optimum
+                    w = pulp.LpVariable(f"gw_{tag}_{g}_{k}", 0, 1)  # = zg and c (exact for binaries)
                     prob += w >= zg + c - 1
+                    prob += w <= zg
+                    prob += w <= c
                     comm = comm + gamma * 2.0 * (k - 1) / k * w
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None

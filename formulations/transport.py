@@ -61,7 +61,7 @@ from placement.formulations.quiet import interruptible_run, native_stdout_silenc
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import TRANSPORT_LP_RTOL
 from placement.problem.arrays import arrays_of
-from placement.problem.rules import comm_ms, comm_ms_each, singled_out_servers, weight_factor
+from placement.problem.rules import comm_floor_ms, comm_ms, comm_ms_each, singled_out_servers, weight_factor
 from placement.problem.topology import cluster_of
 
 __all__ = ["transport_lower_bound", "transport_lp", "TransportLP", "CLASS_STEP"]
@@ -287,7 +287,7 @@ def transport_lp(
             dual.add(f, lb, row_lower[r_cost + jp], W, one_server)
             continue  # fewer than k usable servers: no placement on two or more
         for b in tiers:  # k or more servers whose smallest domain has bandwidth b
-            cm = comm_ms(job, b, k, terms)
+            cm = comm_floor_ms(job, b, terms, k)
             add(
                 np.zeros(1),
                 np.zeros(1),
@@ -312,7 +312,7 @@ def transport_lp(
             lazy.append((rows, vals, V, float(W)))  # their sum is at most W (worker link)
             seeds.append(np.flatnonzero(np.isin(xs, cls[on])) if len(on) >= 2 else _NONE[1])
             # a tier's vertices: all W workers in one class, at the cheapest tier's all-reduce
-            spread = (min(comm_ms(job, b, k, terms) for b in tiers) + V, xs, np.full(len(xs), -1))
+            spread = (min(comm_floor_ms(job, b, terms, k) for b in tiers) + V, xs, np.full(len(xs), -1))
         else:
             spread = None
         dual.add(f, lb, row_lower[r_cost + jp], W, one_server, spread)

@@ -279,7 +279,12 @@ def instances(
         levels = sorted({s.intra_bandwidth_gbps for s in servers} | {link.bandwidth_gbps for link in links})
         for level in draw(st.lists(st.sampled_from(levels), unique=True, max_size=len(levels))):
             alpha = draw(st.sampled_from([0.0, 0.2, 2.0]))
-            gamma = draw(st.sampled_from([0.0, 5.0, 40.0]))
+            gamma = draw(st.sampled_from([0.0, 5.0, 40.0, -1.0]))
+            if gamma < 0:  # as negative as keeps every job's all-reduce non-negative, halved
+                ring = [
+                    8.0 * j.gradient_mb / level for j in jobs if j.workers > 1 and j.gradient_mb > 0 and not j.is_ps
+                ]
+                gamma = -0.5 * min(ring, default=0.0)
             terms.append(CommTerm(level, alpha, gamma))
     inst = Instance(
         name="hypothesis",

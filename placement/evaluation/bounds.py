@@ -12,6 +12,7 @@ from placement.model.tolerances import BOUND_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.hybrid import pipeline_slots
 from placement.problem.rules import (
+    comm_floor_ms,
     comm_ms,
     comm_ms_each,
     fastest_gbps,
@@ -73,7 +74,7 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
         if wide:  # the maximum is also at least each used server's expectation
             spread = max(spread_lower_bound(instance, jp, k), float(score[free > 0].min()))
             # every placement over two or more servers uses at least k of them
-            multi = spread + min(comm_ms(job, b, k, terms) for b in wide)
+            multi = spread + min(comm_floor_ms(job, b, terms, k) for b in wide)
     return min(single, multi) + floor
 
 
@@ -219,7 +220,7 @@ def comm_lower_bound(instance: Instance, jp: int) -> float:
         concat, offsets = cl.domain_concat
         room = np.add.reduceat(free[concat], offsets)
         k = max(2, -(-job.workers // int(free.max())))
-        comm += [comm_ms(job, d.bandwidth_gbps, k, terms) for d, r in zip(cl.domains, room) if r >= job.workers]
+        comm += [comm_floor_ms(job, d.bandwidth_gbps, terms, k) for d, r in zip(cl.domains, room) if r >= job.workers]
     return min(comm, default=math.inf) + floor
 
 

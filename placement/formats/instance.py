@@ -47,6 +47,31 @@ def _check_distribution(d: Any, where: str, problems: list[str]) -> None:
         problems.append(f"{where}.probs must sum to 1, got {sum(ps):.9g}")
 
 
+def _negative_gamma_problems(data: dict[str, Any], i: int, bandwidth: float, gamma: float) -> list[str]:
+    """A negative ``gamma`` at a level must leave every job's all-reduce there non-negative
+    (:func:`~placement.problem.rules.min_gamma_ms`)."""
+    from placement.problem.rules import min_gamma_ms
+
+    out = []
+    for j in data["jobs"] if isinstance(data.get("jobs"), list) else []:
+        if not isinstance(j, dict) or j.get("architecture", "allreduce") != "allreduce":
+            continue
+        w: Any = j.get("workers")
+        g: Any = j.get("gradient_mb")
+        if (
+            isinstance(w, int)
+            and w > 1
+            and _num(g)
+            and g > 0
+            and gamma < min_gamma_ms(float(g), bandwidth) * (1 + 1e-9)
+        ):
+            out.append(
+                f"comm_terms[{i}].gamma_ms {gamma:g} would make job {j.get('id')!r}'s all-reduce negative at "
+                f"{bandwidth:g} Gbit/s (its gradient of {g:g} MB allows at least {min_gamma_ms(float(g), bandwidth):g})"
+            )
+    return out[:10]
+
+
 def _semantic_problems(data: Any) -> list[str]:
     problems: list[str] = []
     if not isinstance(data, dict):
@@ -143,6 +168,9 @@ def _semantic_problems(data: Any) -> list[str]:
                 f"(a server's intra_bandwidth_gbps or a link's bandwidth_gbps)"
             )
         seen_levels.setdefault(b, i)
+        gamma = t.get("gamma_ms", 0.0) if isinstance(t, dict) else 0.0
+        if _num(gamma) and gamma < 0:
+            problems += _negative_gamma_problems(data, i, b, float(gamma))
     jobs: list[Any] = data["jobs"] if isinstance(data.get("jobs"), list) else []
     seen_jobs: dict[str, int] = {}
     objective = data.get("objective", "weighted_expected_iteration_time")

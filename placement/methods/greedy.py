@@ -174,7 +174,7 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     k = np.maximum(2, -(-W // np.maximum(dom_maxroom, 1)))
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
     # (two or more servers: the all-reduce at least its least over server counts)
-    comm = comm_ms_each(job, cl.domain_bandwidth, inst.terms_by_bandwidth, multi=True)
+    comm = comm_ms_each(job, cl.domain_bandwidth, inst.terms_by_bandwidth, min_servers=2)
     lb = np.where(dom_room >= W, wf * (kth + comm), math.inf)
     order = np.argsort(lb, kind="stable")
     pos = 0

@@ -30,6 +30,7 @@ K = TypeVar("K")
 __all__ = [
     "comm_ms",
     "comm_floor_ms",
+    "min_gamma_ms",
     "comm_ms_each",
     "ps_comm_ms",
     "ps_floor_ms",
@@ -71,18 +72,29 @@ def comm_ms(job: Job, bandwidth_gbps: float, servers: int, terms: Mapping[float,
     return c
 
 
-def comm_floor_ms(job: Job, bandwidth_gbps: float, terms: Mapping[float, CommTerm], multi: bool) -> float:
-    """A lower bound of :func:`comm_ms` at ``bandwidth_gbps`` over every server count a
-    placement there may have: one server, or with ``multi`` two or more (``gamma``'s factor
-    ``2 (k - 1) / k`` is least at two)."""
-    return comm_ms(job, bandwidth_gbps, 2 if multi else 1, terms)
+def comm_floor_ms(job: Job, bandwidth_gbps: float, terms: Mapping[float, CommTerm], min_servers: int) -> float:
+    """The least :func:`comm_ms` at ``bandwidth_gbps`` over every count of at least
+    ``min_servers`` servers: ``gamma``'s factor ``2 (k - 1) / k`` grows with ``k``, so the least
+    is at ``min_servers`` for a ``gamma >= 0`` and at the most servers a gang can use (one
+    worker each) for a negative one."""
+    t = terms.get(bandwidth_gbps) if terms else None
+    k = job.workers if t is not None and t.gamma_ms < 0 else min_servers
+    return comm_ms(job, bandwidth_gbps, max(k, min_servers), terms)
 
 
-def comm_ms_each(job: Job, bandwidths: np.ndarray, terms: Mapping[float, CommTerm], multi: bool = False) -> np.ndarray:
+def min_gamma_ms(gradient_mb: float, bandwidth_gbps: float) -> float:
+    """The least ``gamma`` that keeps an all-reduce of ``gradient_mb`` at ``bandwidth_gbps``
+    non-negative on every server count: the ring's ``2 (W - 1) / W * 8 G / B`` is at least
+    ``2 (k - 1) / k * 8 G / B`` on ``k <= W`` servers, so ``gamma >= -8 G / B``."""
+    return -8.0 * gradient_mb / bandwidth_gbps
+
+
+def comm_ms_each(job: Job, bandwidths: np.ndarray, terms: Mapping[float, CommTerm], min_servers: int = 1) -> np.ndarray:
     """:func:`comm_floor_ms` of ``job`` at each of ``bandwidths`` (computed once per distinct
-    bandwidth): exact on one server; with ``multi``, the least over two or more servers."""
+    bandwidth): exact on one server (``min_servers`` 1 at a server's own bandwidth), else the
+    least over ``min_servers`` or more."""
     values, inv = np.unique(bandwidths, return_inverse=True)
-    return np.array([comm_floor_ms(job, float(b), terms, multi) for b in values])[inv.reshape(-1)]
+    return np.array([comm_floor_ms(job, float(b), terms, min_servers) for b in values])[inv.reshape(-1)]
 
 
 def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float) -> float:

@@ -32,6 +32,7 @@ import numpy as np
 from placement.errors import InvalidInputError
 from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, bin_index, estimate_from_ratios
 from placement.model.records import Instance, Slowdown
+from placement.problem.rules import min_gamma_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
 from placement.simulation.changepoint import ChangePoints
@@ -108,6 +109,19 @@ class _Simulation(Policy):
             )
         # a trace's duration is a measurement: each job runs it at its reference placement
         self.jobs, self.comm_scaled = as_measured(cluster, self.jobs, comm=cfg.comm, comm_share_max=cfg.comm_share_max)
+        low = [
+            f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
+            f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
+            for t in cluster.comm_terms
+            if t.gamma_ms < 0
+            for j in self.jobs
+            if j.workers > 1
+            and j.gradient_mb > 0
+            and j.architecture == "allreduce"
+            and t.gamma_ms < min_gamma_ms(j.gradient_mb, t.bandwidth_gbps) * (1 + 1e-9)
+        ]
+        if low:
+            raise InvalidInputError(low[:40] + ([f"... and {len(low) - 40} more"] if len(low) > 40 else []))
         self.n = len(cluster.servers)
         self.free = np.array([s.free_gpus for s in cluster.servers], dtype=np.int64)
         self.capacity = self.free.copy()

@@ -134,13 +134,21 @@ def test_fitted_terms_change_where_a_spread_job_goes():
     assert evaluate(fitted, three).jobs["j"].expected_iteration_ms == pytest.approx(
         100.0 + ring + 0.5 * 6 + 40.0 * 4 / 3
     )
-    oracle = placement.solve(fitted, "brute_force")
-    assert len(oracle.assignment["j"]) == 2  # two servers, not three
-    for spec in EXACT:
-        if spec.available:
-            sol = placement.solve(fitted, spec.name, time_limit_s=30)
-            assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), spec.name
-            assert sol.bound is not None and sol.bound <= oracle.objective * (1 + 1e-6)
+    # a negative gamma (at least -8 G / B = -4): spreading wider communicates less
+    hier = plain.replace(comm_terms=(CommTerm(100.0, gamma_ms=-3.0),))
+    for inst, servers in ((fitted, 2), (hier, 3)):
+        oracle = placement.solve(inst, "brute_force")
+        assert len(oracle.assignment["j"]) == servers
+        for spec in EXACT:
+            if spec.available:
+                sol = placement.solve(inst, spec.name, time_limit_s=30)
+                assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), spec.name
+                assert sol.bound is not None and sol.bound <= oracle.objective * (1 + 1e-6)
+    from placement.errors import InstanceError
+    from placement.formats import instance_from_dict, instance_to_dict
+
+    with pytest.raises(InstanceError, match="would make job 'j'.s all-reduce negative"):
+        instance_from_dict(instance_to_dict(plain.replace(comm_terms=(CommTerm(100.0, gamma_ms=-5.0),))))
 
 
 def _exact_methods_agree_with_the_oracle(inst):
