@@ -134,3 +134,53 @@ def test_the_calibration_benchmark_reports_every_job_and_form(tmp_path):
     # the known job's form extrapolates, the ring does not
     gamma = next(r for r in rows if r.startswith("| ncf |") and "| ring+gamma |" in r)
     assert float(gamma.split("|")[5]) < 0.5
+
+
+def test_a_trace_job_of_a_profiled_model_runs_its_fitted_compute_and_its_duration(tmp_path):
+    """The simulator's use of profiles: on the calibrated cluster, a trace job of the profiled
+    model takes the median batch's fitted compute and gradient and the iterations that make its
+    reference placement run its measured duration; a job of another model keeps the reference
+    rule (its compute solved from the duration)."""
+    from placement.simulation import simulate
+    from placement.simulation.workload import TraceJob, Workload
+
+    synthetic_csv(tmp_path / "p.csv")
+    fitted = tmp_path / "fitted.json"
+    r = CliRunner().invoke(
+        cli,
+        [
+            "calibrate",
+            str(tmp_path / "p.csv"),
+            "--model",
+            "resnet50",
+            "--gpus-per-server",
+            "4",
+            "--servers",
+            "4",
+            "-o",
+            str(fitted),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    cluster = load_instance(fitted)
+    jobs = (
+        TraceJob("p", 0.0, 8, 1, 1.0, 98.0, model="resnet50", duration_s=600.0),
+        TraceJob("o", 10_000.0, 8, 1000, 1.0, 98.0, model="vgg16", duration_s=600.0),
+    )
+    res = simulate(
+        cluster,
+        Workload(jobs, "two", {}),
+        method="consolidate",
+        knowledge="oblivious",
+        dynamics="none",
+        profiles=str(fitted),
+    )
+    assert res.summary["jobs_profiled"] == 1
+    rows = {row["job"]: row for row in res.jobs}
+    # 8 GPUs on two whole servers: compute 40 ms (b16, the median of 16 and 32 is the lower) plus
+    # the fitted all-reduce; the iterations are the duration over that time, rounded
+    W, k = 8, 2
+    step = TRUE["compute"][16] + 2 * (W - 1) / W * TRUE["g_inter"] + TRUE["gamma"] * 2 * (k - 1) / k
+    assert rows["p"]["iterations"] == round(600_000.0 / step)
+    assert rows["p"]["run_s"] == pytest.approx(rows["p"]["iterations"] * step / 1000.0, rel=1e-9)
+    assert rows["o"]["run_s"] == pytest.approx(600.0, rel=1e-9)  # the reference rule

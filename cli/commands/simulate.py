@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -143,6 +144,13 @@ from placement.solving.budget import CLOCKS
     show_default=True,
     help="off: communication is free at every placement (the semantics of simulators that ignore placement; "
     "for cross-checks). A trace job runs its trace duration at its reference placement either way.",
+)
+@click.option(
+    "--profiles",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A placement calibrate output: trace jobs of its models take their fitted compute and gradient (the "
+    "median profiled batch), their iterations set by the trace duration at the reference placement.",
 )
 @click.option(
     "--comm-share-max",
@@ -367,6 +375,7 @@ def simulate(
     decision_clock: str,
     comm: str,
     comm_share_max: float,
+    profiles: str | None,
     prove: bool,
     round_s: float | None,
     estimate_every_s: float,
@@ -407,7 +416,6 @@ def simulate(
     """Simulate a trace of arrivals on CLUSTER (an instance file or bundled name; its jobs are
     ignored): servers drift in and out of slow states, each configuration (methods x knowledge
     x dynamics x seeds) places the gangs as they arrive; prints mean and tail JCT."""
-    from pathlib import Path
 
     from placement.compare.harness import read_rows
     from placement.compare.lock import sweep_lock
@@ -454,6 +462,7 @@ def simulate(
         "decision_clock": decision_clock,
         "comm": comm,
         "comm_share_max": comm_share_max,
+        "profiles": str(Path(profiles).resolve()) if profiles else None,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,

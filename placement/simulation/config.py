@@ -161,6 +161,7 @@ SUMMARY_FIELDS = (
     "change_points_found",
     "jobs_waited",
     "jobs_comm_scaled",
+    "jobs_profiled",
     "replan_time_p99_s",
     "wall_s",
     *size_class_fields(),
@@ -196,6 +197,12 @@ class SimConfig:
     """:data:`~placement.simulation.workload.reference.COMM_MODES`: ``off`` makes communication
     free at every placement (``T = max a S``), the semantics of simulators that ignore
     placement, kept for cross-checking against them."""
+    profiles: str | None = None
+    """A ``placement calibrate`` output (its jobs ``<model>-b<batch>``): a trace job of a profiled
+    model takes the median batch's fitted compute and gradient, and runs its trace duration at
+    its reference placement by its number of iterations (the trace's compute is solved from the
+    duration otherwise).  Calibrate the cluster too, so that its bandwidths and terms are the
+    fitted ones (the same file can be the cluster)."""
     comm_share_max: float = COMM_SHARE_MAX
     """The largest share of a trace job's measured iteration time its all-reduce may take at
     its reference placement (its gradient is scaled down to it; ``jobs_comm_scaled`` counts

@@ -64,7 +64,7 @@ from placement.simulation.running import (
     shards_on,
 )
 from placement.simulation.workload import TraceJob, Workload
-from placement.simulation.workload.reference import as_measured
+from placement.simulation.workload.reference import as_measured, profiles_of
 
 __all__ = [
     "SimConfig",
@@ -108,7 +108,14 @@ class _Simulation(Policy):
                 + ([f"... and {len(too_wide) - 40} more"] if len(too_wide) > 40 else [])
             )
         # a trace's duration is a measurement: each job runs it at its reference placement
-        self.jobs, self.comm_scaled = as_measured(cluster, self.jobs, comm=cfg.comm, comm_share_max=cfg.comm_share_max)
+        profiles = None
+        if cfg.profiles is not None:
+            from placement.formats import load_instance
+
+            profiles = profiles_of(load_instance(cfg.profiles))
+        self.jobs, self.comm_scaled, self.profiled = as_measured(
+            cluster, self.jobs, comm=cfg.comm, comm_share_max=cfg.comm_share_max, profiles=profiles
+        )
         low = [
             f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
             f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
@@ -552,6 +559,7 @@ class _Simulation(Policy):
             change_points_found=self.detector.found if self.detector is not None else None,
             jobs_waited=len(self.waited),
             jobs_comm_scaled=self.comm_scaled,
+            jobs_profiled=self.profiled,
             wall_s=wall,
         )
         if len(rows) != len(self.jobs):

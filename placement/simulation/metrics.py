@@ -78,6 +78,7 @@ def summarise(
     change_points_found: int | None = None,
     jobs_waited: int = 0,
     jobs_comm_scaled: int = 0,
+    jobs_profiled: int = 0,
 ) -> dict[str, Any]:
     """Mean and tail JCT, queueing, makespan, utilisation, slowdown, straggled iterations,
     migrations and decision times of the finished jobs ``rows`` (``submits``: every job's
@@ -91,6 +92,7 @@ def summarise(
     changes of a server's law the change-point detector found (``None`` without one);
     ``jobs_waited``: the jobs the patience rule held back at least once; ``jobs_comm_scaled``:
     the trace jobs whose gradient was scaled to the reference placement's communication cap;
+    ``jobs_profiled``: those that took a calibrated profile's compute and gradient;
     per size class (:data:`SIZE_CLASSES`), the finished jobs and their mean JCT, queueing and
     run; ``preemptions`` by the queue policy, and finish-time fairness (:func:`finish_time_fairness`:
     ``rho_p50``, ``rho_p95``)."""
@@ -142,6 +144,7 @@ def summarise(
         "change_points_found": change_points_found,
         "jobs_waited": jobs_waited,
         "jobs_comm_scaled": jobs_comm_scaled,
+        "jobs_profiled": jobs_profiled,
         "replan_time_p99_s": float(np.percentile(replan_walls, 99)) if len(replan_walls) else None,
         "wall_s": wall_s,
         **by_size(rows),

@@ -152,7 +152,8 @@ def load_inputs(run: SimRun) -> tuple[Any, Any]:
 def check_inputs(runs: Sequence[SimRun]) -> Any:
     """The inputs every run of a sweep shares, read once before any run (bad input raises
     :class:`~placement.errors.InvalidInputError`, naming the file and row): the cluster, the
-    trace (which must leave at least one job) and any replayed slowdown series.  Returns the
+    trace (which must leave at least one job), any replayed slowdown series and any calibrated
+    profiles.  Returns the
     workload."""
     from placement.simulation.dynamics import read_replay
 
@@ -167,6 +168,11 @@ def check_inputs(runs: Sequence[SimRun]) -> Any:
     for path in dict.fromkeys(r.config.get("replay_path") for r in runs if r.config.get("dynamics") == "replay"):
         if path:
             read_replay(path)
+    for path in dict.fromkeys(r.config.get("profiles") for r in runs):
+        if path:
+            from placement.formats import load_instance
+
+            load_instance(path)
     return workload
 
 

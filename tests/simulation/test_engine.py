@@ -37,7 +37,7 @@ def test_one_job_without_stragglers_takes_iterations_times_the_ideal_time():
     r = simulate(c, one_job(4, 12_345), method="greedy", dynamics="none")
     (row,) = r.jobs
     servers = [s.split(":")[0] for s in row["placement"].split()]
-    job_t0 = 100.0 + comm_ms(c.servers[0] and _job(4), cluster_of(c).bandwidth(servers))
+    job_t0 = 100.0 + comm_ms(c.servers[0] and _job(4), cluster_of(c).bandwidth(servers), len(servers), {})
     assert row["jct_s"] == pytest.approx(12_345 * job_t0 / 1000.0, rel=1e-12)
     assert row["queue_s"] == 0.0 and row["slowdown"] == pytest.approx(1.0, rel=1e-12)
     assert r.summary["straggled_iteration_fraction"] == 0.0
@@ -69,7 +69,7 @@ def test_static_jct_averages_to_iterations_times_the_evaluators_expected_time():
 
 def _inverse_rate(c: Instance, servers: list[int], workers: int) -> float:
     """1 / E[1/T] over the stationary joint states of ``servers`` (independent), exactly."""
-    comm = comm_ms(_job(workers), cluster_of(c).bandwidth([c.servers[i].id for i in servers]))
+    comm = comm_ms(_job(workers), cluster_of(c).bandwidth([c.servers[i].id for i in servers]), len(servers), {})
     states = [
         stationary(np.asarray(c.servers[i].slowdown.values), np.asarray(c.servers[i].slowdown.probs)) for i in servers
     ]
@@ -573,8 +573,8 @@ def test_patience_waits_for_a_whole_server_only_as_long_as_the_spread_start_woul
     at_once = {r["job"]: r for r in simulate(c, w, **common).jobs}
     patient = {r["job"]: r for r in simulate(c, w, **common, patience=1.0).jobs}
     bw = cluster_of(c).bandwidth
-    spread_ms = 100.0 + comm_ms(_job(2), bw(["s0", "s1"]))
-    whole_ms = 100.0 + comm_ms(_job(2), bw(["s2"]))
+    spread_ms = 100.0 + comm_ms(_job(2), bw(["s0", "s1"]), 2, {})
+    whole_ms = 100.0 + comm_ms(_job(2), bw(["s2"]), 1, {})
     lose_s = iterations * (spread_ms - whole_ms) / 1000.0  # what the spread start adds to the run
     z_end = 1000 * whole_ms / 1000.0
     assert at_once["c"]["start_s"] == 1.0 and at_once["c"]["placement"] == "s0:1 s1:1"

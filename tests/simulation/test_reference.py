@@ -16,7 +16,7 @@ from placement.problem.rules import comm_ms
 from placement.problem.topology import cluster_of
 from placement.simulation import SimConfig, simulate
 from placement.simulation.workload import TraceJob, Workload, read_plain, read_trace
-from placement.simulation.workload.reference import COMM_SHARE_MAX, as_measured, reference_bandwidth
+from placement.simulation.workload.reference import COMM_SHARE_MAX, as_measured, reference_level
 
 README_WINDOW = {"window_start_s": 2_419_200.0, "window_s": 48 * 3600.0}
 ELASTICFLOW_FIFO_MEAN_JCT_S = 23_698.0
@@ -43,18 +43,18 @@ def alone(jobs: list[TraceJob]) -> Workload:
     return Workload(tuple(out), "one at a time", {})
 
 
-def test_reference_bandwidth_is_the_narrowest_domain_of_the_fewest_servers(pod256) -> None:  # type: ignore[no-untyped-def]
+def test_the_reference_level_is_the_narrowest_domain_of_the_fewest_servers(pod256) -> None:  # type: ignore[no-untyped-def]
     cl = cluster_of(pod256)
     one = TraceJob("a", 0.0, 8, 10, 1.0, 1.0)
-    assert reference_bandwidth(pod256, one) == pod256.servers[0].intra_bandwidth_gbps
+    assert reference_level(pod256, one) == (pod256.servers[0].intra_bandwidth_gbps, 1)
     for workers in (9, 32, 64):
-        b = reference_bandwidth(pod256, replace(one, workers=workers))
+        b, servers = reference_level(pod256, replace(one, workers=workers))
         k = math.ceil(workers / 8)
         # the widest domain that holds k whole servers
-        assert b == max(d.bandwidth_gbps for d in cl.domains if len(d.servers) >= k)
-    assert reference_bandwidth(pod256, replace(one, workers=257)) == 0.0
+        assert b == max(d.bandwidth_gbps for d in cl.domains if len(d.servers) >= k) and servers == k
+    assert reference_level(pod256, replace(one, workers=257)) == (0.0, 0)
     # a job that may not use the cluster's GPUs has no reference placement
-    assert reference_bandwidth(pod256, replace(one, gpu_speed={"T4": 1.0})) == 0.0
+    assert reference_level(pod256, replace(one, gpu_speed={"T4": 1.0})) == (0.0, 0)
 
 
 def test_every_trace_job_runs_its_duration_at_its_reference_placement(pod256, window: Workload) -> None:  # type: ignore[no-untyped-def]
@@ -74,20 +74,20 @@ def test_the_gradient_is_scaled_to_the_cap_and_other_placements_pay_their_commun
     # vgg16 on 32 GPUs: the model's all-reduce at the rack's bandwidth would be 1.8x the
     # measured iteration; capped, the rest is compute
     j = TraceJob("v", 0.0, 32, 1000, 1.0, 528.0, model="vgg16", duration_s=40.0)
-    (k,), scaled = as_measured(pod256, [j])
-    b = reference_bandwidth(pod256, j)
+    (k,), scaled, _ = as_measured(pod256, [j])
+    b, _ = reference_level(pod256, j)
     t_ref = 40.0
     assert scaled == 1
-    assert comm_ms(Job("x", 32, 1.0, k.gradient_mb), b) == pytest.approx(COMM_SHARE_MAX * t_ref, rel=1e-12)
+    assert comm_ms(Job("x", 32, 1.0, k.gradient_mb), b, 4, {}) == pytest.approx(COMM_SHARE_MAX * t_ref, rel=1e-12)
     assert k.compute_ms == pytest.approx((1 - COMM_SHARE_MAX) * t_ref, rel=1e-12)
     # one job on one server: its NVLink all-reduce is below the cap and kept
     small = TraceJob("s", 0.0, 8, 1000, 1.0, 100.0, model="resnet50", duration_s=60.0)
-    (ks,), scaled = as_measured(pod256, [small])
+    (ks,), scaled, _ = as_measured(pod256, [small])
     assert scaled == 0 and ks.gradient_mb == 100.0
-    assert ks.compute_ms + comm_ms(Job("x", 8, 1.0, 100.0), 2400.0) == pytest.approx(60.0, rel=1e-12)
+    assert ks.compute_ms + comm_ms(Job("x", 8, 1.0, 100.0), 2400.0, 1, {}) == pytest.approx(60.0, rel=1e-12)
     # a job without a measurement keeps its own model
     own = TraceJob("o", 0.0, 8, 1000, 50.0, 100.0)
-    assert as_measured(pod256, [own]) == ([own], 0)
+    assert as_measured(pod256, [own]) == ([own], 0, 0)
     # s0 whole, s1 and s2 half free: a first job takes s0, the same job then runs on s1 and
     # s2 and pays its all-reduce at their link; its reference is still one whole server
     free = {"s0": 0, "s1": 4, "s2": 4}
@@ -99,7 +99,7 @@ def test_the_gradient_is_scaled_to_the_cap_and_other_placements_pay_their_commun
     )
     row = next(r for r in res.jobs if r["job"] == "s")
     assert row["servers"] == 2
-    spread_ms = ks.compute_ms + comm_ms(Job("x", 8, 1.0, 100.0), 100.0)
+    spread_ms = ks.compute_ms + comm_ms(Job("x", 8, 1.0, 100.0), 100.0, 2, {})
     assert row["run_s"] == pytest.approx(small.iterations * spread_ms / 1000, rel=1e-9)
     assert row["run_s"] > 60.0
 

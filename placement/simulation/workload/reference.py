@@ -12,7 +12,7 @@ zero, ``compute_ms = T_ref``): the semantics of the simulators that ignore place
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -22,7 +22,7 @@ from placement.problem.rules import comm_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.workload.records import TraceJob
 
-__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_level", "as_measured"]
+__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_level", "as_measured", "profiles_of"]
 
 COMM_SHARE_MAX = 0.48
 """The largest share of a job's measured iteration time its all-reduce may take at its
@@ -67,30 +67,68 @@ def reference_level(cluster: Instance, tj: TraceJob) -> tuple[float, int]:
     return best, (k_min if best > 0 else 0)
 
 
+def profiles_of(instance: Instance) -> dict[str, tuple[float, float]]:
+    """Calibrated profiles by model (``placement calibrate``'s jobs ``<model>-b<batch>``):
+    ``(compute_ms, gradient_mb)`` of the median profiled batch size of each model."""
+    by_model: dict[str, list[tuple[int, float, float]]] = {}
+    for j in instance.jobs:
+        model, sep, batch = j.id.rpartition("-b")
+        if sep and model and batch.isdigit():
+            by_model.setdefault(model, []).append((int(batch), j.compute_ms, j.gradient_mb))
+    out = {}
+    for model, rows in by_model.items():
+        rows.sort()
+        _, compute, gradient = rows[(len(rows) - 1) // 2]
+        out[model] = (compute, gradient)
+    return out
+
+
 def as_measured(
-    cluster: Instance, jobs: Sequence[TraceJob], *, comm: str = "on", comm_share_max: float = COMM_SHARE_MAX
-) -> tuple[list[TraceJob], int]:
-    """``jobs`` as the simulator runs them on ``cluster``, and how many had their gradient
-    scaled down to the cap.  A job with a measured ``duration_s`` gets the compute that makes
-    its reference placement run exactly that long, straggler-free; a job without one keeps its
-    own ``compute_ms`` and ``gradient_mb``.  With ``comm="off"`` every job communicates
-    nothing.
+    cluster: Instance,
+    jobs: Sequence[TraceJob],
+    *,
+    comm: str = "on",
+    comm_share_max: float = COMM_SHARE_MAX,
+    profiles: Mapping[str, tuple[float, float]] | None = None,
+) -> tuple[list[TraceJob], int, int]:
+    """``jobs`` as the simulator runs them on ``cluster``, how many had their gradient scaled
+    down to the cap, and how many took a calibrated profile.  A job with a measured
+    ``duration_s`` whose model has a profile (``profiles``, :func:`profiles_of`) takes its
+    fitted compute and gradient, and the iterations that make its reference placement run that
+    long; another job with a measured ``duration_s`` gets the compute that makes its reference
+    placement run exactly that long, straggler-free; a job without one keeps its own
+    ``compute_ms`` and ``gradient_mb``.  With ``comm="off"`` every job communicates nothing
+    (and no profile is used).
 
     >>> from placement.instances import load_bundled
     >>> j = TraceJob("a", 0.0, 2, 1000, 0.0, 40.0, duration_s=100.0)
-    >>> [k], scaled = as_measured(load_bundled("tiny"), [j], comm="off")
-    >>> (k.compute_ms, k.gradient_mb, scaled)
-    (100.0, 0.0, 0)
+    >>> [k], scaled, profiled = as_measured(load_bundled("tiny"), [j], comm="off")
+    >>> (k.compute_ms, k.gradient_mb, scaled, profiled)
+    (100.0, 0.0, 0, 0)
     """
     if comm not in COMM_MODES:
         raise ValueError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
     out: list[TraceJob] = []
-    scaled = 0
+    scaled = profiled = 0
     level: dict[tuple[int, object], tuple[float, int]] = {}
+    terms = cluster.terms_by_bandwidth
     for tj in jobs:
         if tj.duration_s is None:
             out.append(tj if comm == "on" else replace(tj, gradient_mb=0.0, activation_mb=0.0))
             continue
+        profile = (profiles or {}).get(tj.model) if comm == "on" and tj.architecture == "allreduce" else None
+        if profile is not None:  # measured compute and communication: the duration sets the iterations
+            compute, gradient = profile
+            key = (tj.workers, tuple(sorted(tj.gpu_speed.items())) if tj.gpu_speed else None)
+            if key not in level:
+                level[key] = reference_level(cluster, tj)
+            bw, k = level[key]
+            t_ref = compute + comm_ms(Job("ref", tj.workers, compute, gradient), bw, k, terms)
+            if math.isfinite(t_ref) and t_ref > 0:
+                iterations = max(1, round(1000.0 * tj.duration_s / t_ref))
+                out.append(replace(tj, compute_ms=compute, gradient_mb=gradient, iterations=iterations))
+                profiled += 1
+                continue
         t_ref = 1000.0 * tj.duration_s / tj.iterations
         gradient = 0.0 if comm == "off" else tj.gradient_mb
         c_ref = 0.0
@@ -99,7 +137,6 @@ def as_measured(
             if key not in level:
                 level[key] = reference_level(cluster, tj)
             bw, k = level[key]
-            terms = cluster.terms_by_bandwidth
             c_ref = comm_ms(Job("ref", tj.workers, t_ref, gradient), bw, k, terms)
             cap = comm_share_max * t_ref
             if c_ref > cap:
@@ -113,4 +150,4 @@ def as_measured(
                     gradient, c_ref = 0.0, 0.0
                 scaled += 1
         out.append(replace(tj, compute_ms=t_ref - c_ref, gradient_mb=gradient))
-    return out, scaled
+    return out, scaled, profiled
