@@ -133,6 +133,8 @@ def _build(
                 covers.setdefault(i, []).append(zs[h])
             if home.domain is not None and j.shards is None:
                 m.add(sum(ys[i] for i in home.members) >= 2 * zs[h])
+                for out in home.outside:  # the smallest domain holding the servers used
+                    m.add(zs[h] <= sum(ys[i] for i in out))
         for i, yv in enumerate(ys):
             m.add(yv <= sum(covers.get(i, [])))
         # E[T_j] + C_j in ms, as (ms per unit of the variable, variable)

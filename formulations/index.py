@@ -83,6 +83,12 @@ class Home:
     ``k >= 2`` servers the job uses (the models count them); negative where the fit says a
     spread job communicates less than its ring (at least ``-8 G / B``: never below zero)."""
 
+    outside: tuple[tuple[int, ...], ...] = ()
+    """A domain home under fitted terms: for each child domain holding some of the job's servers,
+    the home's members outside it.  The all-reduce is then not monotone in the bandwidth, so the
+    home must be the smallest domain holding the servers used: a used server outside every
+    child (``z_h <= sum of y over each tuple``)."""
+
     @property
     def comm_floor_ms(self) -> float:
         """The least all-reduce time of the home over every server count."""
@@ -270,7 +276,13 @@ def _homes(
             if job.max_servers is not None and int(np.sort(caps)[::-1][: job.max_servers].sum()) < job.workers:
                 continue
             bw = cl.domains[d].bandwidth_gbps
-            homes.append(Home(d, mem, comm(bw), bw, gamma(bw)))
+            outside: list[tuple[int, ...]] = []
+            if terms and zroom is None and comm_ms(job, bw, 1, {}) > 0:
+                for c in cl.domains[d].children:
+                    inner = {local[int(m)] for m in cl.domain_members[c] if int(m) in local}
+                    if inner:
+                        outside.append(tuple(i for i in mem if i not in inner))
+            homes.append(Home(d, mem, comm(bw), bw, gamma(bw), tuple(outside)))
     return homes
 
 

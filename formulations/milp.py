@@ -134,6 +134,8 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 covers.setdefault(i, []).append(zs[h])
             if home.domain is not None and j.shards is None:
                 prob += pulp.lpSum(us[i] for i in home.members) >= 2 * zs[h]
+                for out in home.outside:  # the smallest domain holding the servers used
+                    prob += zs[h] <= pulp.lpSum(ys[i] for i in out)
             elif home.domain is None and j.umax(home.members[0]) > 1:
                 i = home.members[0]
                 prob += us[i] <= 1 + (j.umax(i) - 1) * (1 - zs[h])

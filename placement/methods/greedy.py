@@ -175,6 +175,8 @@ def greedy_job(st: State, jp: int, prices: Prices | None = None) -> tuple[dict[i
     kth = sorted_scores[offsets + np.minimum(k, lens) - 1]
     # (two or more servers: the all-reduce at least its least over server counts)
     comm = comm_ms_each(job, cl.domain_bandwidth, inst.terms_by_bandwidth, min_servers=2)
+    if inst.comm_terms:  # a fill inside D may sit in a narrower domain, whose terms may cost less
+        comm = np.full(len(comm), float(comm.min(initial=math.inf)))
     lb = np.where(dom_room >= W, wf * (kth + comm), math.inf)
     order = np.argsort(lb, kind="stable")
     pos = 0

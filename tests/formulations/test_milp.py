@@ -151,6 +151,40 @@ def test_fitted_terms_change_where_a_spread_job_goes():
         instance_from_dict(instance_to_dict(plain.replace(comm_terms=(CommTerm(100.0, gamma_ms=-5.0),))))
 
 
+def test_with_fitted_terms_the_home_is_the_smallest_domain_of_the_servers_used():
+    """Under fitted terms the all-reduce is not monotone in the bandwidth (a rack's alpha, a
+    spine's negative gamma): a job inside one rack must not be priced at the spine's level.
+    Both placements below lie in rack r1; the models once priced them through the spine."""
+    from placement.model import CommTerm, Instance, Job, Link, Server, Slowdown, Switch
+
+    job = Job("j", 4, 100.0, 50.0)
+    switches = (Switch("r1"), Switch("r2"), Switch("sp"))
+    a = (Server("a", 2, "A", 2400.0), Server("b", 2, "A", 2400.0), Server("c", 2, "A", 2400.0, used_gpus=2))
+    e = Server("e", 4, "A", 2400.0, slowdown=Slowdown((1.3,), (1.0,)))
+    links = tuple(Link(s.id, "r1" if s.id in "ab" else "r2", 100.0) for s in (*a, e)) + (
+        Link("r1", "sp", 25.0),
+        Link("r2", "sp", 25.0),
+    )
+    rack_alpha = Instance("alpha", (*a, e), (job,), switches, links, comm_terms=(CommTerm(100.0, alpha_ms=5.0),))
+    ones = tuple(Server(x, 1, "A", 2400.0) for x in "abcd")
+    e2 = Server("e", 4, "A", 2400.0, slowdown=Slowdown((1.03,), (1.0,)))
+    f = Server("f", 1, "A", 2400.0, used_gpus=1)
+    links2 = tuple(Link(x, "r1", 100.0) for x in "abcd") + (Link("e", "r2", 100.0), Link("f", "r2", 100.0))
+    links2 += (Link("r1", "sp", 25.0), Link("r2", "sp", 25.0))
+    spine_gamma = Instance(
+        "gamma", (*ones, e2, f), (job,), switches, links2, comm_terms=(CommTerm(25.0, gamma_ms=-15.0),)
+    )
+    for inst in (rack_alpha, spine_gamma):
+        oracle = placement.solve(inst, "brute_force")
+        for spec in EXACT:
+            if spec.available:
+                sol = placement.solve(
+                    inst, spec.name, time_limit_s=30, start={"j": {"a": 2, "b": 2}} if inst is rack_alpha else None
+                )
+                assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), (inst.name, spec.name)
+                assert sol.bound is not None and sol.bound <= oracle.objective * (1 + 1e-6)
+
+
 def _exact_methods_agree_with_the_oracle(inst):
     """Every available exact method against brute force: same status, same objective, a bound
     below the optimum, and shards of its own (none left to the driver's shard rule)."""

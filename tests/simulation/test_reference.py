@@ -158,3 +158,17 @@ def test_comm_options_are_checked() -> None:
         SimConfig(comm="maybe")
     with pytest.raises(InvalidInputError, match="comm_share_max"):
         SimConfig(comm_share_max=1.0)
+
+
+def test_the_gradient_cap_never_leaves_a_job_below_a_negative_gammas_floor() -> None:
+    """Scaling a trace job's gradient down to the cap would make its all-reduce negative under a
+    fitted negative gamma (at least -8 G / B): it then all-reduces nothing."""
+    from placement.model import CommTerm, Instance, Link, Server, Switch
+
+    servers = tuple(Server(f"n{i}", 2, "A", 2400.0) for i in range(4))
+    links = tuple(Link(s.id, "tor", 25.0) for s in servers)
+    cl = Instance("c", servers, (), (Switch("tor"),), links, comm_terms=(CommTerm(25.0, gamma_ms=-28.8),))
+    (k,), scaled, _ = as_measured(cl, [TraceJob("a", 0.0, 4, 1000, 0.0, 100.0, duration_s=20.0)])
+    assert scaled == 1 and k.gradient_mb == 0.0 and k.compute_ms == pytest.approx(20.0)
+    for n in (2, 4):
+        assert comm_ms(Job("x", 4, 1.0, k.gradient_mb), 25.0, n, cl.terms_by_bandwidth) >= 0.0

@@ -143,9 +143,13 @@ def as_measured(
                 # the ring scales with the gradient, the level's fitted terms do not
                 ring = comm_ms(Job("ref", tj.workers, t_ref, gradient), bw, k, {})
                 fixed = c_ref - ring if math.isfinite(c_ref) else 0.0
-                if math.isfinite(c_ref) and cap > fixed:
-                    gradient *= (cap - fixed) / ring
-                    c_ref = cap
+                # a negative gamma needs the gradient it is fitted for, at least (min_gamma_ms)
+                least = max(
+                    (-t.gamma_ms * t.bandwidth_gbps / 8.0 for t in cluster.comm_terms if t.gamma_ms < 0), default=0.0
+                )
+                scaled_gradient = gradient * (cap - fixed) / ring if math.isfinite(c_ref) and cap > fixed else 0.0
+                if scaled_gradient > 0 and scaled_gradient >= least:
+                    gradient, c_ref = scaled_gradient, cap
                 else:  # nothing left to scale: no all-reduce at all
                     gradient, c_ref = 0.0, 0.0
                 scaled += 1
