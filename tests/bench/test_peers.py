@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from placement.bench import online
 from placement.bench.online import Cell
 from placement.bench.peers import PEERS, bench_peers, peer_configs
@@ -39,7 +41,22 @@ def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
     assert c["configs"]["tiresias"]["preemptions"] is not None
     v = c["versus"]["tiresias"]
     assert v["loop_mean"][1] <= v["loop_mean"][0] <= v["loop_mean"][2]
+    if v["removed"] is not None:  # a ratio of means over the seeds, with its interval
+        assert v["removed"][1] <= v["removed"][0] <= v["removed"][2]
+
     text = (out / "peers.md").read_text()
     assert "## tiny-markov" in text and "| 1 |" in text and "Goals, each at its worst cell" in text
     assert "tiresias: its queue with our loop" in text
     assert json.loads((out / "peers.json").read_text()) == json.loads(json.dumps(res))
+
+
+def test_the_removed_share_is_a_ratio_of_means_over_seeds():
+    from placement.bench.peers import removed_share
+
+    def runs(*jct: float) -> dict[int, dict[str, float]]:
+        return {s: {"avg_jct_s": v} for s, v in enumerate(jct)}
+
+    # seed 1's own inflation is nearly zero: a per-seed ratio would be wild, the ratio of means is not
+    m, lo, hi = removed_share(runs(120.0, 100.1, 130.0), runs(110.0, 100.0, 115.0), runs(100.0, 100.0, 100.0))
+    assert m == pytest.approx((116.7 - 108.3333) / 16.7, rel=1e-3) and lo <= m <= hi
+    assert removed_share(runs(100.0), runs(90.0), {}) is None
