@@ -87,7 +87,8 @@ def test_evaluator_matches_the_enumeration_of_joint_outcomes(data):
 
 @given(st.data())
 def test_with_one_group_per_worker_and_no_pipeline_the_model_is_the_all_reduce_model(data):
-    inst = data.draw(instances(max_servers=4, max_jobs=3, max_gpus=4, parameter_servers=False))
+    # the plain ring: fitted terms (comm_terms) are the all-reduce jobs', a hybrid job's sync keeps its ring
+    inst = data.draw(instances(max_servers=4, max_jobs=3, max_gpus=4, parameter_servers=False, comm_terms=False))
     witness = inst.metadata["witness"]
     jid = next(iter(witness))
     job = inst.job_by_id[jid]

@@ -37,6 +37,11 @@ def expected_time_by_enumeration(instance: Instance, job_id: str, alloc: dict[st
     # a parameter-server job has no all-reduce; without shards its push/pull phase is left
     # out (test_ps.py enumerates it with the shards)
     comm = 0.0 if job.workers == 1 or job.is_ps else 2 * (job.workers - 1) / job.workers * 8 * job.gradient_mb / bw
+    # the fitted terms of that bandwidth level, by definition (DESIGN.md, "Calibrated communication")
+    terms = [t for t in instance.comm_terms if t.bandwidth_gbps == bw]
+    if terms and comm > 0:
+        k = len([s for s, n in alloc.items() if n > 0])
+        comm += terms[0].alpha_ms * 2 * (job.workers - 1) + (terms[0].gamma_ms * 2 * (k - 1) / k if k > 1 else 0.0)
     ideal = max(a)
     if instance.scenarios is None:
         dists = []
