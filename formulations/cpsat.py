@@ -147,10 +147,10 @@ def _build(
             single = [zs[h] for h, home in enumerate(j.homes) if home.domain is None]
             m.add(sum(cs.values()) == sum(zs[h] for h, home in enumerate(j.homes) if home.domain is not None))
             m.add(sum(ys) == sum(single) + sum(k * c for k, c in cs.items()))
-            for g, (gamma, hs) in enumerate(sorted(groups.items())):
+            for gi, (gamma, hs) in enumerate(sorted(groups.items())):
                 zg = sum(zs[h] for h in hs)
                 for k, c in cs.items():
-                    w = m.new_bool_var(f"gw_{tag}_{g}_{k}")  # = zg and c
+                    w = m.new_bool_var(f"gw_{tag}_{gi}_{k}")  # = zg and c
                     m.add(w >= zg + c - 1)
                     m.add(w <= zg)
                     m.add(w <= c)

@@ -151,10 +151,10 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 zs[h] for h, home in enumerate(j.homes) if home.domain is not None
             )
             prob += pulp.lpSum(us) == pulp.lpSum(single) + pulp.lpSum(k * c for k, c in cs.items())
-            for g, (gamma, hs) in enumerate(sorted(groups.items())):
+            for gi, (gamma, hs) in enumerate(sorted(groups.items())):
                 zg = pulp.lpSum(zs[h] for h in hs)
                 for k, c in cs.items():
-                    w = pulp.LpVariable(f"gw_{tag}_{g}_{k}", 0, 1)  # = zg and c (exact for binaries)
+                    w = pulp.LpVariable(f"gw_{tag}_{gi}_{k}", 0, 1)  # = zg and c (exact for binaries)
                     prob += w >= zg + c - 1
                     prob += w <= zg
                     prob += w <= c
