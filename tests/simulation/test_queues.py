@@ -223,3 +223,34 @@ def test_the_readme_window_matches_elasticflows_simulator(queue, theirs, within)
     res = simulate(load_bundled("pod256"), w, method="consolidate", queue=queue, restart_s=0.0, **EXACT)
     assert res.summary["jobs_finished"] == 606
     assert res.summary["avg_jct_s"] == pytest.approx(theirs, rel=within)
+
+
+def test_the_cli_takes_a_queue_policy_and_refuses_an_unknown_one(tmp_path):
+    from click.testing import CliRunner
+
+    from placement.cli.main import cli
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "submit_s,workers,duration_s\n" + "".join(f"{20 * i},{1 + i % 4},{300 + 40 * i}\n" for i in range(12))
+    )
+    out = tmp_path / "o"
+    args = [
+        "simulate",
+        "tiny",
+        "--trace",
+        str(trace),
+        "-m",
+        "consolidate",
+        "--knowledge",
+        "oblivious",
+        "--no-reference",
+    ]
+    r = CliRunner().invoke(cli, [*args, "--queue", "tiresias", "--starvation", "2", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    import json
+
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert rows[0]["queue"] == "tiresias" and rows[0]["jobs_finished"] == 12 and rows[0]["rho_p95"] > 0
+    r = CliRunner().invoke(cli, [*args, "--queue", "lottery", "-o", str(tmp_path / "p")])
+    assert r.exit_code == 2 and "lottery" in r.output and not (tmp_path / "p").exists()
