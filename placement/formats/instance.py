@@ -50,21 +50,17 @@ def _check_distribution(d: Any, where: str, problems: list[str]) -> None:
 def _negative_gamma_problems(data: dict[str, Any], i: int, bandwidth: float, gamma: float) -> list[str]:
     """A negative ``gamma`` at a level must leave every job's all-reduce there non-negative
     (:func:`~placement.problem.rules.min_gamma_ms`)."""
-    from placement.problem.rules import min_gamma_ms
+    from placement.problem.rules import gamma_too_low, min_gamma_ms
 
     out = []
+    term = CommTerm(bandwidth, gamma_ms=gamma)
     for j in data["jobs"] if isinstance(data.get("jobs"), list) else []:
-        if not isinstance(j, dict) or j.get("architecture", "allreduce") != "allreduce":
+        if not isinstance(j, dict):
             continue
         w: Any = j.get("workers")
         g: Any = j.get("gradient_mb")
-        if (
-            isinstance(w, int)
-            and w > 1
-            and _num(g)
-            and g > 0
-            and gamma < min_gamma_ms(float(g), bandwidth) * (1 + 1e-9)
-        ):
+        arch: Any = j.get("architecture", "allreduce")
+        if isinstance(w, int) and _num(g) and isinstance(arch, str) and gamma_too_low(w, float(g), arch, term):
             out.append(
                 f"comm_terms[{i}].gamma_ms {gamma:g} would make job {j.get('id')!r}'s all-reduce negative at "
                 f"{bandwidth:g} Gbit/s (its gradient of {g:g} MB allows at least {min_gamma_ms(float(g), bandwidth):g})"

@@ -31,6 +31,7 @@ __all__ = [
     "comm_ms",
     "comm_floor_ms",
     "min_gamma_ms",
+    "gamma_too_low",
     "comm_ms_each",
     "ps_comm_ms",
     "ps_floor_ms",
@@ -87,6 +88,18 @@ def min_gamma_ms(gradient_mb: float, bandwidth_gbps: float) -> float:
     non-negative on every server count: the ring's ``2 (W - 1) / W * 8 G / B`` is at least
     ``2 (k - 1) / k * 8 G / B`` on ``k <= W`` servers, so ``gamma >= -8 G / B``."""
     return -8.0 * gradient_mb / bandwidth_gbps
+
+
+def gamma_too_low(workers: int, gradient_mb: float, architecture: str, term: CommTerm) -> bool:
+    """Whether ``term``'s ``gamma`` would make the all-reduce of a job (``workers``,
+    ``gradient_mb``, ``architecture``) negative on some server count (below :func:`min_gamma_ms`)."""
+    return (
+        term.gamma_ms < 0
+        and architecture == "allreduce"
+        and workers > 1
+        and gradient_mb > 0
+        and term.gamma_ms < min_gamma_ms(gradient_mb, term.bandwidth_gbps) * (1 + 1e-9)
+    )
 
 
 def comm_ms_each(job: Job, bandwidths: np.ndarray, terms: Mapping[float, CommTerm], min_servers: int = 1) -> np.ndarray:

@@ -32,7 +32,7 @@ import numpy as np
 from placement.errors import InvalidInputError
 from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, bin_index, estimate_from_ratios
 from placement.model.records import Instance, Slowdown
-from placement.problem.rules import min_gamma_ms
+from placement.problem.rules import gamma_too_low, min_gamma_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
 from placement.simulation.changepoint import ChangePoints
@@ -120,12 +120,8 @@ class _Simulation(Policy):
             f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
             f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
             for t in cluster.comm_terms
-            if t.gamma_ms < 0
             for j in self.jobs
-            if j.workers > 1
-            and j.gradient_mb > 0
-            and j.architecture == "allreduce"
-            and t.gamma_ms < min_gamma_ms(j.gradient_mb, t.bandwidth_gbps) * (1 + 1e-9)
+            if gamma_too_low(j.workers, j.gradient_mb, j.architecture, t)
         ]
         if low:
             raise InvalidInputError(low[:40] + ([f"... and {len(low) - 40} more"] if len(low) > 40 else []))

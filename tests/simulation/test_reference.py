@@ -172,3 +172,17 @@ def test_the_gradient_cap_never_leaves_a_job_below_a_negative_gammas_floor() -> 
     assert scaled == 1 and k.gradient_mb == 0.0 and k.compute_ms == pytest.approx(20.0)
     for n in (2, 4):
         assert comm_ms(Job("x", 4, 1.0, k.gradient_mb), 25.0, n, cl.terms_by_bandwidth) >= 0.0
+
+
+def test_a_job_whose_gradient_a_negative_gamma_does_not_allow_is_refused() -> None:
+    from placement.errors import InvalidInputError
+    from placement.model import CommTerm, Instance, Link, Server, Switch
+    from placement.simulation import simulate
+    from placement.simulation.workload import Workload
+
+    servers = tuple(Server(f"n{i}", 2, "A", 2400.0) for i in range(4))
+    links = tuple(Link(s.id, "tor", 25.0) for s in servers)
+    cl = Instance("c", servers, (), (Switch("tor"),), links, comm_terms=(CommTerm(25.0, gamma_ms=-28.8),))
+    small = TraceJob("small", 0.0, 4, 100, 10.0, 10.0)  # its own model: 8 G / B = 3.2 ms
+    with pytest.raises(InvalidInputError, match="job 'small'.*would make its all-reduce negative"):
+        simulate(cl, Workload((small,), "one", {}), method="greedy", dynamics="none")
