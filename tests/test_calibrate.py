@@ -123,7 +123,7 @@ def test_the_cli_writes_the_fit_and_refuses_bad_rows_with_exit_2(tmp_path):
 
 
 def test_the_calibration_benchmark_reports_every_job_and_form(tmp_path):
-    from placement.bench.benchmarks import bench_calibrate
+    from placement.bench.calibrate import bench_calibrate
 
     for i, name in enumerate(("cifar10", "deepspeech2", "imagenet", "ncf")):
         synthetic_csv(tmp_path / f"{name}.csv", noise=0.01, seed=i)

@@ -172,6 +172,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement": ("acceptance/test_newcomer.py", "import placement"),
     "placement.bench.__main__": ("bench/test_benchmarks.py", "main("),
     "placement.cli.commands.backtest": ("estimate/test_logs.py", '"backtest"'),
+    "placement.bench.calibrate": ("test_calibrate.py", "bench_calibrate"),
     "placement.cli.commands.calibrate": ("test_calibrate.py", '"calibrate"'),
     "placement.cli.commands.compare": ("compare/test_harness.py", '"compare"'),
     "placement.cli.commands.estimate": ("estimate/test_logs.py", '"estimate"'),

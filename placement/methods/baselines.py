@@ -28,6 +28,7 @@ from placement.problem.hybrid import hybrid_phase, matrix_ids, rank_order_stages
 from placement.problem.rules import meets_deadline
 from placement.problem.shards import shard_room
 from placement.problem.state import State
+from placement.problem.topology import Cluster
 from placement.solving.options import Options, Outcome
 
 __all__ = [
@@ -188,6 +189,11 @@ def _spread_rule(st: State, jp: int) -> dict[int, int] | None:
     return None
 
 
+def _narrowest_first(cl: Cluster) -> list[int]:
+    """The bandwidth domains, the narrowest (highest bandwidth, fewest servers) first."""
+    return sorted(range(len(cl.domains)), key=lambda d: (-cl.domains[d].bandwidth_gbps, len(cl.domains[d].servers), d))
+
+
 def _consolidate_rule(st: State, jp: int) -> dict[int, int] | None:
     job = st.instance.jobs[jp]
     W = job.workers
@@ -202,7 +208,7 @@ def _consolidate_rule(st: State, jp: int) -> dict[int, int] | None:
     room_full[c] = rooms
     cl = st.cluster
     # fewest servers first, then the narrowest domain (highest bandwidth, fewest servers)
-    doms = sorted(range(len(cl.domains)), key=lambda d: (-cl.domains[d].bandwidth_gbps, len(cl.domains[d].servers), d))
+    doms = _narrowest_first(cl)
     kmax = job.max_servers if job.max_servers is not None else st.n
     best: tuple[int, int] | None = None
     for d in doms:
@@ -238,7 +244,7 @@ def _whole_servers_rule(st: State, jp: int) -> dict[int, int] | None:
     cap = np.array([s.gpus for s in st.instance.servers])
     whole[c] = np.where(st.gpus[c] == cap[c], rooms, 0)
     cl = st.cluster
-    doms = sorted(range(len(cl.domains)), key=lambda d: (-cl.domains[d].bandwidth_gbps, len(cl.domains[d].servers), d))
+    doms = _narrowest_first(cl)
     for d in doms:
         m = cl.domain_members[d]
         m = m[whole[m] > 0]

@@ -32,7 +32,6 @@ import numpy as np
 from placement.errors import InvalidInputError
 from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, bin_index, estimate_from_ratios
 from placement.model.records import Instance, Slowdown
-from placement.problem.rules import gamma_too_low, min_gamma_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
 from placement.simulation.changepoint import ChangePoints
@@ -64,7 +63,7 @@ from placement.simulation.running import (
     shards_on,
 )
 from placement.simulation.workload import TraceJob, Workload
-from placement.simulation.workload.reference import as_measured, profiles_of
+from placement.simulation.workload.reference import as_measured, profiles_of, refuse_low_gamma
 
 __all__ = [
     "SimConfig",
@@ -116,15 +115,7 @@ class _Simulation(Policy):
         self.jobs, self.comm_scaled, self.profiled = as_measured(
             cluster, self.jobs, comm=cfg.comm, comm_share_max=cfg.comm_share_max, profiles=profiles
         )
-        low = [
-            f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
-            f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
-            for t in cluster.comm_terms
-            for j in self.jobs
-            if gamma_too_low(j.workers, j.gradient_mb, j.architecture, t)
-        ]
-        if low:
-            raise InvalidInputError(low[:40] + ([f"... and {len(low) - 40} more"] if len(low) > 40 else []))
+        refuse_low_gamma(cluster, self.jobs)
         self.n = len(cluster.servers)
         self.free = np.array([s.free_gpus for s in cluster.servers], dtype=np.int64)
         self.capacity = self.free.copy()

@@ -17,12 +17,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from placement.errors import InvalidInputError
 from placement.model.records import Instance, Job
-from placement.problem.rules import comm_ms
+from placement.problem.rules import comm_ms, gamma_too_low, min_gamma_ms
 from placement.problem.topology import cluster_of
 from placement.simulation.workload.records import TraceJob
 
-__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_level", "as_measured", "profiles_of"]
+__all__ = ["COMM_SHARE_MAX", "COMM_MODES", "reference_level", "as_measured", "profiles_of", "refuse_low_gamma"]
 
 COMM_SHARE_MAX = 0.48
 """The largest share of a job's measured iteration time its all-reduce may take at its
@@ -81,6 +82,21 @@ def profiles_of(instance: Instance) -> dict[str, tuple[float, float]]:
         _, compute, gradient = rows[(len(rows) - 1) // 2]
         out[model] = (compute, gradient)
     return out
+
+
+def refuse_low_gamma(cluster: Instance, jobs: Sequence[TraceJob]) -> None:
+    """Refuse (:class:`~placement.errors.InvalidInputError`, every job named) the jobs whose
+    all-reduce a negative fitted ``gamma`` of ``cluster`` would make negative
+    (:func:`~placement.problem.rules.gamma_too_low`)."""
+    low = [
+        f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
+        f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
+        for t in cluster.comm_terms
+        for j in jobs
+        if gamma_too_low(j.workers, j.gradient_mb, j.architecture, t)
+    ]
+    if low:
+        raise InvalidInputError(low[:40] + ([f"... and {len(low) - 40} more"] if len(low) > 40 else []))
 
 
 def as_measured(
