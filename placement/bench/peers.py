@@ -49,9 +49,11 @@ PEER_CELLS: tuple[str, ...] = ("cluster04-pod256-markov", "cluster03-pod256-mark
 README_CELL = "cluster04-pod256-markov"
 
 
-def peer_configs(peers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def peer_configs(peers: Sequence[str], *, ceiling: bool = False) -> dict[str, dict[str, Any]]:
     """The configurations of ``peers``: each peer, its straggler-free twin and its queue with
-    our loop; and the clairvoyant reference."""
+    our loop; and the clairvoyant reference.  With ``ceiling``, also each peer's queue with
+    the clairvoyant placement (``<peer>+clairvoyant``: the hidden state known, moves free):
+    how much of the peer's straggler inflation any placement could remove under that queue."""
     out: dict[str, dict[str, Any]] = {}
     for p in peers:
         queue, method, _ = PEERS[p]
@@ -59,6 +61,8 @@ def peer_configs(peers: Sequence[str]) -> dict[str, dict[str, Any]]:
         out[p] = own
         out[f"{p}-none"] = {**own, "dynamics": "none"}
         out[f"{p}+loop"] = {**PROACTIVE, "queue": queue}
+        if ceiling:
+            out[f"{p}+clairvoyant"] = {**CONFIGS["clairvoyant"], "queue": queue}
     out["clairvoyant"] = CONFIGS["clairvoyant"]
     return out
 
@@ -128,6 +132,9 @@ def _summary(per: dict[str, dict[int, dict[str, Any]]], peers: Sequence[str]) ->
             else None,
             "removed": removed_share(own, loop, none) if none else None,
         }
+        oracle = per.get(f"{p}+clairvoyant", {})
+        if oracle and none:
+            versus[p]["ceiling"] = removed_share(own, oracle, none)
     return {"configs": configs, "versus": versus}
 
 
@@ -139,12 +146,14 @@ def bench_peers(
     *,
     decision_time_limit_s: float = DECISION_TIME_LIMIT_S,
     parallel: int = 1,
+    ceiling: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run (resuming) every cell x peer configuration x seed; write ``out/peers.json`` and
-    ``out/peers.md`` (per cell the table and the ranking, then the goals' worst cells)."""
+    """Run (resuming) every cell x peer configuration x seed (with ``ceiling``, each peer's
+    queue with the clairvoyant placement too); write ``out/peers.json`` and ``out/peers.md``
+    (per cell the table and the ranking, then the goals' worst cells)."""
     common = {"decision_time_limit_s": decision_time_limit_s}
-    per_cell = run_cells(cells, peer_configs(peers), seeds, common, out, parallel, say)
+    per_cell = run_cells(cells, peer_configs(peers, ceiling=ceiling), seeds, common, out, parallel, say)
     result = {"seeds": list(seeds), "peers": list(peers), "cells": {c: _summary(p, peers) for c, p in per_cell.items()}}
     out.mkdir(parents=True, exist_ok=True)
     (out / "peers.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -186,15 +195,18 @@ def peers_report(result: dict[str, Any]) -> str:
                 f"| {_num(st['gpu_utilization'], 3)} | {_mean(st['preemptions'])} | {_mean(st['migrations'])} "
                 f"| {_num(st['decision_time_p99_s'], 3)} |"
             )
+        ceil = any("ceiling" in v for v in cell["versus"].values())
         lines += [
             "",
-            "| peer | its queue with our loop: mean JCT | p99 JCT | the peer's straggler inflation | share of it removed |",
-            "|---|---|---|---|---|",
+            "| peer | its queue with our loop: mean JCT | p99 JCT | the peer's straggler inflation | share of it removed |"
+            + (" removed by the clairvoyant placement, same queue |" if ceil else ""),
+            "|---|---|---|---|---|" + ("---|" if ceil else ""),
         ]
         for p, v in cell["versus"].items():
             lines.append(
                 f"| {p} | {_ci(v['loop_mean'], pct=True)} | {_ci(v['loop_p99'], pct=True)} "
                 f"| {_ci(v['inflation'], pct=True)} | {_ci(v['removed'], pct=True)} |"
+                + (f" {_ci(v.get('ceiling'), pct=True)} |" if ceil else "")
             )
             key = f"{p}: its queue with our loop, mean JCT against the peer's (upper end of the interval)"
             if key not in worst or v["loop_mean"][2] > worst[key][0]:

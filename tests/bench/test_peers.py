@@ -22,6 +22,9 @@ def test_every_peer_has_a_registered_placement_and_the_loop_on_its_queue():
         assert configs[f"{p}-none"]["dynamics"] == "none"
         assert configs[f"{p}+loop"]["queue"] == queue and configs[f"{p}+loop"]["method"] == "auto"
     assert configs["clairvoyant"]["knowledge"] == "clairvoyant"
+    assert not any(c.endswith("+clairvoyant") for c in configs)
+    ceiling = peer_configs(["srtf"], ceiling=True)
+    assert ceiling["srtf+clairvoyant"] == {**configs["clairvoyant"], "queue": "srtf"}
 
 
 def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
@@ -31,9 +34,11 @@ def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
     cell = Cell("tiny-markov", "tiny", str(trace), "markov", {}, {"episode_median_s": 120.0})
     monkeypatch.setitem(online.CELLS, cell.name, cell)
     out = tmp_path / "peers"
-    res = bench_peers([cell.name], ["tiresias", "srtf"], [0, 1], out, decision_time_limit_s=0.1, say=lambda m: None)
+    res = bench_peers(
+        [cell.name], ["tiresias", "srtf"], [0, 1], out, decision_time_limit_s=0.1, ceiling=True, say=lambda m: None
+    )
     c = res["cells"][cell.name]
-    assert set(c["configs"]) == set(peer_configs(["tiresias", "srtf"]))
+    assert set(c["configs"]) == set(peer_configs(["tiresias", "srtf"], ceiling=True))
     for name, st in c["configs"].items():
         assert st["seeds"] == [0, 1], name
         m, lo, hi = st["avg_jct_s"]
@@ -47,6 +52,9 @@ def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
     text = (out / "peers.md").read_text()
     assert "## tiny-markov" in text and "| 1 |" in text and "Goals, each at its worst cell" in text
     assert "tiresias: its queue with our loop" in text
+    # the ceiling: the same queue with the clairvoyant placement, its share beside ours
+    assert "removed by the clairvoyant placement, same queue" in text and "| tiresias+clairvoyant |" in text
+    assert "ceiling" in v
     assert json.loads((out / "peers.json").read_text()) == json.loads(json.dumps(res))
 
 
