@@ -486,7 +486,9 @@ def main(argv: list[str] | None = None) -> None:
     pe.add_argument("--parallel", type=int, default=1)
     pe.add_argument("-o", "--out", default="benchmarks/peers")
     pe.add_argument(
-        "--ceiling", action="store_true", help="each peer's queue with the clairvoyant placement too (<peer>+clairvoyant)"
+        "--ceiling",
+        action="store_true",
+        help="each peer's queue with the clairvoyant placement too (<peer>+clairvoyant)",
     )
     a = ap.parse_args(argv)
     if a.what == "peers":
@@ -497,7 +499,9 @@ def main(argv: list[str] | None = None) -> None:
         unknown = [c for c in cells if c not in CELLS] + [p for p in peers if p not in PEERS]
         if unknown:
             ap.error(f"unknown cell or peer {', '.join(unknown)} (peers: {', '.join(PEERS)})")
-        bench_peers(cells, peers, [int(x) for x in a.seeds.split(",")], Path(a.out), parallel=a.parallel, ceiling=a.ceiling)
+        bench_peers(
+            cells, peers, [int(x) for x in a.seeds.split(",")], Path(a.out), parallel=a.parallel, ceiling=a.ceiling
+        )
         print((Path(a.out) / "peers.md").read_text())
         return
     if a.what == "online":
