@@ -54,7 +54,8 @@ def test_a_small_peers_benchmark_runs_and_ranks(tmp_path, monkeypatch):
     assert "tiresias: its queue with our loop" in text
     # the ceiling: the same queue with the clairvoyant placement, its share beside ours
     assert "removed by the clairvoyant placement, same queue" in text and "| tiresias+clairvoyant |" in text
-    assert "ceiling" in v
+    assert "ceiling" in v and "removed_running" in v
+    assert "share removed of its running part" in text
     assert json.loads((out / "peers.json").read_text()) == json.loads(json.dumps(res))
 
 
@@ -68,3 +69,17 @@ def test_the_removed_share_is_a_ratio_of_means_over_seeds():
     m, lo, hi = removed_share(runs(120.0, 100.1, 130.0), runs(110.0, 100.0, 115.0), runs(100.0, 100.0, 100.0))
     assert m == pytest.approx((116.7 - 108.3333) / 16.7, rel=1e-3) and lo <= m <= hi
     assert removed_share(runs(100.0), runs(90.0), {}) is None
+
+
+def test_the_running_part_of_the_inflation_leaves_queueing_out():
+    from placement.bench.peers import removed_share, running_s
+
+    def runs(jct: float, queue: float) -> dict[int, dict[str, float]]:
+        return {0: {"avg_jct_s": jct, "avg_queue_s": queue}}
+
+    # stragglers add 20 s of running and 30 s of queueing; the loop removes the 20 s of running
+    # and none of the queueing: 40% of the inflation, all of its running part
+    own, loop, none = runs(150.0, 80.0), runs(130.0, 80.0), runs(100.0, 50.0)
+    assert running_s(own[0]) == 70.0
+    assert removed_share(own, loop, none)[0] == pytest.approx(0.4)
+    assert removed_share(own, loop, none, metric=running_s)[0] == pytest.approx(1.0)
