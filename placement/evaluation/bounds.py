@@ -4,6 +4,7 @@ that decides whether a backend's bound may be reported."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,13 +42,21 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     :func:`rules.ps_floor_ms`):
 
     - one server: ``min_n E[a_n S_n] + C(intra_n)`` over servers with room for the gang;
-    - ``k >= 2`` servers, ``k`` at least ``ceil(W / most free GPUs of a server)``: the
-      expected maximum over any ``k`` servers is at least :func:`spread_lower_bound`'s, plus
-      the least all-reduce time on ``k`` servers at a domain with room for the gang (the
-      widest, without fitted terms).
+    - ``k >= 2`` servers, ``k`` at least ``ceil(W / most free GPUs of a server)``, all in
+      their *home* (the smallest domain holding them, with room for the gang), which sets
+      the all-reduce's bandwidth: the least over homes of :func:`spread_lower_bound`'s
+      expected maximum over ``k`` of the home's servers plus the least all-reduce time on
+      ``k`` servers at its bandwidth (:func:`_least_over_homes`).
 
-    A hybrid job's is :func:`hybrid_lower_bound`'s.
+    A hybrid job's is :func:`hybrid_lower_bound`'s.  Memoised per instance and job.
     """
+    memo: dict[int, float] = arrays_of(instance).__dict__.setdefault("_job_lower_bound", {})
+    if jp not in memo:
+        memo[jp] = _job_lower_bound(instance, jp)
+    return memo[jp]
+
+
+def _job_lower_bound(instance: Instance, jp: int) -> float:
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     if job.is_hybrid:
@@ -68,13 +77,13 @@ def job_lower_bound(instance: Instance, jp: int) -> float:
     multi = math.inf
     k = max(2, -(-job.workers // int(free.max())))
     if cl.domains and int((free > 0).sum()) >= k:
-        concat, offsets = cl.domain_concat
-        room = np.add.reduceat(free[concat], offsets)
-        wide = [d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= job.workers and len(d.servers) >= k]
-        if wide:  # the maximum is also at least each used server's expectation
-            spread = max(spread_lower_bound(instance, jp, k), float(score[free > 0].min()))
-            # every placement over two or more servers uses at least k of them
-            multi = spread + min(comm_floor_ms(job, b, terms, k) for b in wide)
+        # every placement over two or more servers uses at least k of them, all in its home
+        # (the smallest domain holding them), and all-reduces at the home's bandwidth; the
+        # maximum is also at least each used server's expectation
+        def cost(bandwidth: float, view: _Within) -> float:
+            return view.compute(k) + comm_floor_ms(job, bandwidth, terms, k)
+
+        multi = _least_over_homes(instance, jp, free, job.workers, k, cost, below=single)
     return min(single, multi) + floor
 
 
@@ -84,17 +93,23 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
 
     - one server ``n`` with room for the gang: ``K (E[a_n S_n] + p2p(intra_n)) + D(intra_n)``
       (``p2p`` only with two or more stages);
-    - ``k >= 2`` servers, ``B*`` the widest bandwidth between two servers and ``B_s`` the
-      widest of a domain with room for one stage (``dp x tp`` workers): either a stage
-      boundary crosses servers (then some group's slot is at least ``a E[S] + p2p(B*)``:
-      ``K max(C, min_n E[a_n S_n] + p2p(B*))``, with ``C`` :func:`spread_lower_bound`'s (where
-      no server has room for two groups, ``C`` over the ``(pp - 1) dp`` servers of the groups
-      before the last stage instead of ``min_n``, each sending across servers), plus
-      every stage's all-reduce at the widest bandwidth a stage may have, ``D(B_1)``: the
-      widest intra-server bandwidth of a server with room for a stage, else ``B_s``), or none
-      does, so every replica's stages share a server and every stage's replicas span two or
-      more (``K C + D(B_s)``); the first needs ``pp >= 2``, the second ``dp >= 2`` and a
-      server with room for a replica's ``pp x tp`` workers.
+    - ``k >= 2`` servers in a home ``H`` (the smallest domain holding them, bandwidth
+      ``beta``: they lie in two or more of its children), ``C`` :func:`spread_lower_bound`'s
+      over ``k`` of ``H``'s servers, ``B*`` the widest bandwidth between two servers and
+      ``D*`` every stage's all-reduce at the widest bandwidth a stage may have (the widest
+      intra-server bandwidth of a server with room for a stage, else the widest domain's with
+      room); the least over homes of the least of three cases:
+
+      - no stage boundary crosses servers (every replica's ``pp`` stages on one server; needs
+        ``dp >= 2`` and such a server): every stage spans all the servers, ``K C + D(beta)``;
+      - a boundary crosses servers and every stage lies inside one child of ``H``: some group
+        sends at least at ``B*``, so the slot is at least ``X = max(C, min E[a S] +
+        p2p(B*))`` (where no server holds two groups, the ``(pp - 1) dp`` groups before the
+        last stage over as many servers instead of ``min``), and two consecutive stages are
+        in two children, so that stage's ``dp`` groups (on at least ``ceil(dp tp / most
+        free)`` servers) send at ``beta``: ``K max(X, their spread + p2p(beta)) + D*``;
+      - a boundary crosses servers and a stage spans two children (``dp >= 2``): ``K X +
+        max(D*, D(beta))``.
     """
     idx = arrays_of(instance)
     job = instance.jobs[jp]
@@ -117,23 +132,112 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
         concat, offsets = cl.domain_concat
         room = np.add.reduceat(free[concat], offsets)
         stage_bw = max((d.bandwidth_gbps for d, r in zip(cl.domains, room) if r >= dp * tp), default=0.0)
-        sync = stage_sync_ms(job, stage_bw)
         # every stage's all-reduce at least at the widest bandwidth any stage may have: one
         # server's with room for it, else the widest domain's with room (every stage spans two)
         one = cl.intra_bandwidth[free >= dp * tp]
         least_sync = stage_sync_ms(job, max(float(one.max()) if len(one) else 0.0, stage_bw))
-        least = float(score[free > 0].min())
-        compute = max(spread_lower_bound(instance, jp, k), least)
-        boundary = least
-        if int(free.max()) < 2 * tp:
-            # no server holds two of its groups: the (pp - 1) dp groups before the last stage
-            # each sit on a server of their own, every one sending across servers
-            boundary = max(least, spread_lower_bound(instance, jp, (pp - 1) * dp))
-        crossing = slots * max(compute, boundary + p2p_ms(job, widest)) + least_sync if pp > 1 else math.inf
-        # apart: a replica's pp stages on one server, which then has room for pp x tp
-        apart = slots * compute + sync if dp > 1 and int(free.max()) >= pp * tp else math.inf
-        multi = min(crossing, apart)
+        most = int(free.max())
+        senders = -(-dp * tp // most)  # the servers one stage's dp groups take, at least
+
+        def cost(beta: float, view: _Within) -> float:
+            # the placement's home (the smallest domain holding its servers) has bandwidth
+            # ``beta``; its servers are in two or more of the home's children, so either no
+            # stage boundary crosses servers (apart: every stage spans all of them), or one
+            # does with every stage inside one child (then two consecutive stages are in two
+            # children: that stage's dp groups send at ``beta``), or one does with a stage
+            # spanning two children (its all-reduce at ``beta``)
+            compute = view.compute(k)
+            boundary = view.least
+            if most < 2 * tp:
+                # no server holds two of its groups: the (pp - 1) dp groups before the last
+                # stage each sit on a server of their own, every one sending across servers
+                boundary = max(boundary, view.compute((pp - 1) * dp))
+            crossing = max(compute, boundary + p2p_ms(job, widest))
+            out = math.inf
+            if pp > 1:
+                # a stage inside one child: the boundary after some stage crosses children
+                at_home = view.compute(senders) if senders >= 2 else view.least
+                out = slots * max(crossing, at_home + p2p_ms(job, beta)) + least_sync
+                if dp > 1:  # a stage spanning children (one group per stage cannot)
+                    out = min(out, slots * crossing + max(least_sync, stage_sync_ms(job, beta)))
+            if dp > 1 and most >= pp * tp:  # apart: a replica's pp stages on one server
+                out = min(out, slots * compute + stage_sync_ms(job, beta))
+            return out
+
+        multi = _least_over_homes(instance, jp, free, job.workers, k, cost, below=single)
     return min(single, multi)
+
+
+DOMAIN_SPREAD_MAX = 32
+"""A job's bound prices at most this many homes (domains with room for it) with the spread
+bound over their own servers (:func:`_least_over_homes`), the cheapest first by the spread over
+all servers; the rest keep that lower price."""
+
+
+class _Within:
+    """The compute part of a job's bound on the usable servers of one domain (``None``: all):
+    :func:`spread_lower_bound` over ``k`` of them, at least ``least`` (the least expectation
+    among them)."""
+
+    def __init__(
+        self, instance: Instance, jp: int, domain: int | None, least: float, rough: _Within | None = None
+    ) -> None:
+        self.instance, self.jp, self.domain, self.least, self.rough = instance, jp, domain, least, rough
+        self._memo: dict[int, float] = {}
+
+    def compute(self, k: int) -> float:
+        """With ``rough`` (the part over more servers), its value at least ``least`` instead
+        of the domain's own spread bound: a lower value, quick."""
+        if k not in self._memo:
+            if self.rough is not None:
+                self._memo[k] = max(self.rough.compute(k), self.least)
+            else:
+                self._memo[k] = max(spread_lower_bound(self.instance, self.jp, k, within=self.domain), self.least)
+        return self._memo[k]
+
+
+def _least_over_homes(
+    instance: Instance,
+    jp: int,
+    free: np.ndarray,
+    workers: int,
+    k: int,
+    cost: Callable[[float, _Within], float],
+    below: float = math.inf,
+) -> float:
+    """The least ``cost(bandwidth, compute part)`` over the job's possible homes (domains with
+    room for ``workers`` of the ``free`` GPUs over at least ``k`` servers), or ``below`` when
+    none is less.  ``cost`` may only grow with the compute part, so each home's cost with the
+    compute part over all servers is a lower value (one per bandwidth); homes are priced with
+    their own servers in that order until none can be cheaper, at most
+    :data:`DOMAIN_SPREAD_MAX` of them (the rest keep their lower value)."""
+    cl = cluster_of(instance)
+    score = np.where(free > 0, arrays_of(instance).job_score(jp), math.inf)
+    everywhere = _Within(instance, jp, None, float(score.min()))
+    if min(cost(bw, everywhere) for bw in {d.bandwidth_gbps for d in cl.domains}) >= below:
+        return below  # no home at all could be cheaper
+    concat, offsets = cl.domain_concat
+    room = np.add.reduceat(free[concat], offsets)
+    homes = [i for i, (d, r) in enumerate(zip(cl.domains, room)) if r >= workers and len(d.servers) >= k]
+    if not homes:
+        return below
+    least = np.minimum.reduceat(score[concat], offsets)
+    levels: dict[float, list[int]] = {}
+    for d in homes:
+        levels.setdefault(cl.domains[d].bandwidth_gbps, []).append(d)
+    best, priced = below, 0
+    for level_low, bw in sorted((cost(bw, everywhere), bw) for bw in levels):
+        if level_low >= best:
+            break
+        for d in sorted(levels[bw], key=lambda d: least[d]):
+            # a lower value with the home's least expectation, growing in this order
+            if cost(bw, _Within(instance, jp, d, float(least[d]), rough=everywhere)) >= best:
+                break
+            if priced >= DOMAIN_SPREAD_MAX:
+                return min(best, level_low)  # below every home left, this level's and the next
+            priced += 1
+            best = min(best, cost(bw, _Within(instance, jp, d, float(least[d]))))
+    return best
 
 
 SPREAD_MAX_GROUPS = 64
@@ -224,9 +328,10 @@ def comm_lower_bound(instance: Instance, jp: int) -> float:
     return min(comm, default=math.inf) + floor
 
 
-def spread_lower_bound(instance: Instance, jp: int, k: int) -> float:
+def spread_lower_bound(instance: Instance, jp: int, k: int, within: int | None = None) -> float:
     """A lower bound on ``E[max_{n in V} a_n S_n]`` over every set ``V`` of at least ``k``
-    servers job ``jp`` may use (free GPUs, allowed): independent slowdowns give
+    servers job ``jp`` may use (free GPUs, allowed; with ``within``, of that domain only):
+    independent slowdowns give
     ``P(max_V <= t) <= the product of the k largest P(a_n S_n <= t)``, so
     ``E >= sum_i (t_i - t_{i-1}) (1 - that product at t_{i-1})`` over the support points;
     scenario tables give, per scenario, at least the k-th smallest ``a_n S_ns``.  Servers
@@ -234,13 +339,22 @@ def spread_lower_bound(instance: Instance, jp: int, k: int) -> float:
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     own = idx.over_servers.get(jp, set())
+
+    def a_within(a: np.ndarray) -> np.ndarray:
+        if within is None:
+            return a
+        out = np.full(len(a), math.inf)
+        members = cluster_of(instance).domain_members[within]
+        out[members] = a[members]
+        return out
+
     if own or job.allowed_servers is not None or job.compute_ms <= 0:
-        return _spread(instance, jp, idx.job_a(jp), k)
-    # E[max a S] is compute_ms x E[max S / speed]: one value per speed profile and k
+        return _spread(instance, jp, a_within(idx.job_a(jp)), k)
+    # E[max a S] is compute_ms x E[max S / speed]: one value per speed profile, k and domain
     memo: dict[tuple[object, ...], float] = idx.__dict__.setdefault("_spread_memo", {})
-    key = (tuple(job.speed(t) or 0.0 for t in idx.type_names), k)
+    key = (tuple(job.speed(t) or 0.0 for t in idx.type_names), k, within)
     if key not in memo:
-        memo[key] = _spread(instance, jp, idx.job_a(jp) / job.compute_ms, k)
+        memo[key] = _spread(instance, jp, a_within(idx.job_a(jp) / job.compute_ms), k)
     return job.compute_ms * memo[key]
 
 

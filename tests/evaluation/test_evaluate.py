@@ -190,6 +190,51 @@ def test_a_hybrid_bound_counts_the_stages_all_reduce_where_a_boundary_crosses_se
     assert job_lower_bound(inst, 0) == pytest.approx(oracle.objective, rel=1e-9)
 
 
+def _two_racks(slow: tuple[float, ...], gpus: int = 1) -> tuple[tuple, tuple, tuple]:
+    """Two racks of two servers (rack links 100 Gbit/s, the core 10), server ``i`` always
+    ``slow[i]`` times slower: servers, switches and links."""
+    from placement.model import Link, Server, Slowdown, Switch
+
+    servers = tuple(Server(f"s{i}", gpus, "A", 300.0, slowdown=Slowdown((v,), (1.0,))) for i, v in enumerate(slow))
+    links = (Link("r0", "core", 10.0), Link("r1", "core", 10.0)) + tuple(
+        Link(f"s{i}", f"r{i // 2}", 100.0) for i in range(4)
+    )
+    return servers, (Switch("core"), Switch("r0"), Switch("r1")), links
+
+
+def test_an_all_reduce_bound_prices_each_home_with_its_own_servers():
+    """The two fast servers are in two racks: together they all-reduce over the slow core; a
+    rack's pair all-reduces fast but waits for its slow server.  The bound takes the least
+    over homes of the home's own servers and bandwidth: brute force's optimum, 23 ms (it took
+    the two fast servers with the rack's bandwidth: 18 ms)."""
+    from placement.evaluation import job_lower_bound
+    from placement.model import Instance, Job
+
+    servers, switches, links = _two_racks((1.0, 1.5, 1.0, 1.5))
+    inst = Instance("racks", servers, (Job("j0", 2, 10.0, 100.0),), switches, links, admission="all")
+    oracle = placement.solve(inst, "brute_force", time_limit_s=30)
+    assert oracle.objective == pytest.approx(15.0 + 8.0)  # one rack: 10 x 1.5, then 2 x 1/2 x 8 x 100 / 100
+    assert oracle.objective == pytest.approx(23.0)
+    assert job_lower_bound(inst, 0) == pytest.approx(oracle.objective, rel=1e-9)
+
+
+def test_a_hybrid_bound_prices_the_boundary_or_the_stage_across_the_home():
+    """A 1 x 2 x 2 job on two racks of two one-GPU servers spans both racks: either each
+    stage sits in a rack (then the boundary crosses the slow core) or a stage spans the racks
+    (its all-reduce crosses the core).  The bound counted the boundary at the rack's bandwidth
+    and the all-reduce at the rack's too (36.4 ms); it is now brute force's optimum, 58 ms (each
+    stage in a rack: 3 slots x (10 + 8) + 4)."""
+    from placement.evaluation import job_lower_bound
+    from placement.model import Instance, Job
+
+    servers, switches, links = _two_racks((1.0, 1.0, 1.0, 1.0))
+    job = Job("j0", 4, 10.0, 100.0, architecture="hybrid", tp=1, pp=2, dp=2, microbatches=2, activation_mb=5.0)
+    inst = Instance("racks", servers, (job,), switches, links, admission="all")
+    oracle = placement.solve(inst, "brute_force", time_limit_s=30)
+    assert oracle.objective == pytest.approx(58.0)
+    assert job_lower_bound(inst, 0) == pytest.approx(oracle.objective, rel=1e-9)
+
+
 @given(instances(max_servers=5, max_jobs=1, max_gpus=2), st.integers(1, 5))
 def test_the_spread_bound_is_below_the_best_k_servers(inst, k):
     """Against an enumeration of every set of k or more usable servers."""
