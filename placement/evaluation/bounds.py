@@ -148,7 +148,7 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
             # spanning two children (its all-reduce at ``beta``)
             compute = view.compute(k)
             boundary = view.least
-            if most < 2 * tp:
+            if most < 2 * tp and pp > 1:
                 # no server holds two of its groups: the (pp - 1) dp groups before the last
                 # stage each sit on a server of their own, every one sending across servers
                 boundary = max(boundary, view.compute((pp - 1) * dp))
