@@ -49,8 +49,8 @@ from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster, server_looks
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, IterationLog
-from placement.simulation.policy import Policy
 from placement.simulation.queues import QUEUES as QUEUE_POLICIES
+from placement.simulation.replanning import Replanning
 from placement.simulation.running import (
     Running,
     advance,
@@ -85,7 +85,7 @@ EVENT_KINDS = ("complete", "change", "arrival", "estimate", "replan", "round", "
 _COMPLETE, _CHANGE, _ARRIVAL, _ESTIMATE, _REPLAN, _ROUND, _PATIENCE = range(len(EVENT_KINDS))
 
 
-class _Simulation(Policy):
+class _Simulation(Replanning):
     def __init__(
         self,
         cluster: Instance,

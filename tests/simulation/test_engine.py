@@ -297,17 +297,17 @@ def test_an_incremental_re_plan_leaves_out_the_jobs_that_cannot_repay_a_move(tmp
     one-worker job has 30 s left and cannot, even on the best free GPU. ``movers`` keeps the
     latter out of the search on the GPU it holds; ``holders`` and ``all`` search it too (it
     holds half a server). Either way the job that could not repay never moves."""
-    import placement.simulation.policy as policy
+    import placement.simulation.replanning as replanning
 
     searched: list[set[str]] = []
-    real = policy.solve
+    real = replanning.solve
 
     def spy(inst, *args, **kwargs):
         if "previous" in kwargs:  # a re-plan
             searched.append({j.id for j in inst.jobs})
         return real(inst, *args, **kwargs)
 
-    monkeypatch.setattr(policy, "solve", spy)
+    monkeypatch.setattr(replanning, "solve", spy)
     p = tmp_path / "replay.csv"
     p.write_text("time_s,server,slowdown\n10,s0,3.0\n")
     c = cluster([Slowdown()] * 3, gpus=2)
