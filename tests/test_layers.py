@@ -211,6 +211,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.formats.parse": ("formats/test_instance.py", "parse_json"),
     "placement.formats.solution": ("formats/test_instance.py", "solution_from_dict"),
     "placement.formulations.cpsat": ("formulations/test_milp.py", "cpsat"),
+    "placement.formulations.milp_push_pull": ("formulations/test_milp.py", "parameter_servers=True"),
     "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
     "placement.formulations.transport": ("acceptance/test_scale.py", "transport_lower_bound"),
     "placement.instances.library": ("instances/test_generate.py", "bundled_names"),
