@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from placement.evaluation.bounds import job_lower_bound, ps_floor_of, spread_lower_bound
+from placement.evaluation.bounds import ps_floor_of, spread_lower_bound
+from placement.formulations.reductions import prune_thresholds, server_classes
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
@@ -43,7 +44,6 @@ from placement.problem.rules import (
     comm_ms,
     deadline_limit_ms,
     ps_comm_ms,
-    singled_out_servers,
     weight_factor,
 )
 from placement.problem.shards import shard_room
@@ -56,8 +56,6 @@ __all__ = [
     "ShardIndex",
     "ProblemIndex",
     "index_instance",
-    "prune_thresholds",
-    "server_classes",
     "PS_EXACT_TERMS",
     "start_modes",
 ]
@@ -294,9 +292,9 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
     least ``cutoff`` even with every other job at its own lower bound: its ``E[a S]`` plus
     the cheapest all-reduce of a home holding it exceeds the job's slack.  No placement
     better than the known one is lost, so the model's optimum, taken together with the
-    known placement, is the true optimum (see :func:`prune_thresholds`).
+    known placement, is the true optimum (see :func:`~placement.formulations.reductions.prune_thresholds`).
 
-    ``aggregate``: each class of interchangeable servers (:func:`server_classes`) becomes
+    ``aggregate``: each class of interchangeable servers (:func:`~placement.formulations.reductions.server_classes`) becomes
     one *unit* of ``mult`` servers (represented by its first server) on which a job chooses
     how many servers and workers it uses; the model is then a relaxation (a class's
     capacity is pooled), solutions are mapped back to servers by
@@ -569,40 +567,3 @@ def _shard_upper(sh: ShardIndex, probs: np.ndarray | None) -> float:
         return float((top[:, None] * sh.scen).max(axis=0) @ probs)
     assert sh.t is not None
     return float(sh.t[-1]) if sh.t.size else 0.0
-
-
-def prune_thresholds(instance: Instance, cutoff: float) -> np.ndarray:
-    """Per job, the largest ``E[T_j]`` a placement with objective below ``cutoff`` can have:
-    ``(cutoff - sum_{k != j} f_k LB_k) / f_j`` with ``LB_k`` the job's own lower bound
-    (:func:`placement.evaluate.job_lower_bound`) and ``f`` the objective factors.  Using
-    a server ``n`` costs job ``j`` at least ``E[a_jn S_n]`` plus its cheapest all-reduce,
-    since the expected maximum is at least each used server's expectation."""
-    lbs = np.array([job_lower_bound(instance, jp) for jp in range(len(instance.jobs))], dtype=float)
-    f = np.array([weight_factor(instance, j) for j in instance.jobs], dtype=float)
-    if not np.isfinite(lbs).all():
-        return np.full(len(lbs), math.inf)
-    rest = float(f @ lbs) - f * lbs
-    return (cutoff - rest) / np.where(f > 0, f, 1.0) + np.where(f > 0, 0.0, math.inf)
-
-
-def server_classes(instance: Instance) -> list[list[int]]:
-    """Interchangeable servers (see :attr:`ProblemIndex.classes`), in instance order."""
-    singled = singled_out_servers(instance)
-    cl = cluster_of(instance)
-    table = instance.scenarios.slowdowns if instance.scenarios is not None else {}
-    groups: dict[tuple, list[int]] = {}
-    for sp, s in enumerate(instance.servers):
-        if s.id in singled or s.free_gpus <= 0:
-            continue
-        key = (
-            cl.chain(s.id)[:1],
-            s.gpu_type,
-            s.slowdown,
-            s.free_gpus,
-            s.cpus,
-            s.memory_gb,
-            s.intra_bandwidth_gbps,
-            tuple(table.get(s.id, ())),
-        )
-        groups.setdefault(key, []).append(sp)
-    return [g for g in groups.values() if len(g) >= 2]

@@ -213,6 +213,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.formulations.cpsat": ("formulations/test_milp.py", "cpsat"),
     "placement.formulations.milp_push_pull": ("formulations/test_milp.py", "parameter_servers=True"),
     "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
+    "placement.formulations.reductions": ("formulations/test_index.py", "prune_thresholds"),
     "placement.formulations.transport": ("acceptance/test_scale.py", "transport_lower_bound"),
     "placement.instances.library": ("instances/test_generate.py", "bundled_names"),
     "placement.instances.scaling": ("acceptance/test_scale.py", "placement.instances.scaling"),

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 import placement
 from placement.evaluation import evaluate
 from placement.formulations import milp as milp_mod
-from placement.formulations.index import index_instance, prune_thresholds
+from placement.formulations.index import index_instance
 from placement.formulations.packing import disaggregate
+from placement.formulations.reductions import prune_thresholds
 from placement.instances.generate import generate
 from placement.model import Status
 from placement.solving import REGISTRY

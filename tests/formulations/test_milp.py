@@ -267,7 +267,7 @@ def test_cpsat_is_deterministic_with_one_worker():
 
 
 def test_interchangeable_servers_are_grouped_and_cpsat_still_matches_the_oracle():
-    from placement.formulations.index import server_classes
+    from placement.formulations.reductions import server_classes
 
     inst = generate(racks=1, servers_per_rack=4, gpus_per_server=2, jobs=3, job_mix="small", regime="calm", seed=3)
     groups = server_classes(inst)
