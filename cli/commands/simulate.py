@@ -569,19 +569,8 @@ def _simulation_table(rows: list[Any]) -> None:
         t.add_column(c, justify="right" if c not in ("method", "knowledge", "dynamics") else "left")
     for r in rows:
         if r.get("status") != "finished":
-            t.add_row(
-                str(r.get("method")),
-                str(r.get("knowledge")),
-                str(r.get("dynamics")),
-                str(r.get("seed")),
-                str(r.get("status")),
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-            )
+            cells = (r.get("method"), r.get("knowledge"), r.get("dynamics"), r.get("seed"), r.get("status"))
+            t.add_row(*map(str, cells), *["-"] * 6)
             continue
         i = infl.get(r["label"], {})
         share = i.get("share_removed")
