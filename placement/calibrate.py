@@ -31,6 +31,7 @@ import numpy as np
 from placement.errors import InvalidInputError
 from placement.model.catalog import MODELS
 from placement.model.records import CommTerm, Instance, Job, Link, Server, Switch
+from placement.model.tolerances import FIT_TIE_ATOL
 
 __all__ = [
     "FORMS",
@@ -307,8 +308,11 @@ def calibrate(
     notes: list[str] = []
     if form is None:
         form = "ring"
-        best = min((f for f in FORMS if math.isfinite(errors[f])), key=lambda f: errors[f], default="ring")
-        if math.isfinite(errors["ring"]) and errors[best] < errors["ring"]:
+        least = min((errors[f] for f in FORMS if math.isfinite(errors[f])), default=math.inf)
+        # the simplest form within rounding of the least error (an exact fit is exact in every
+        # form that contains it, and which of them rounds lower is the BLAS's choice)
+        best = next((f for f in FORMS if errors[f] <= least + FIT_TIE_ATOL), "ring")
+        if math.isfinite(errors["ring"]) and best != "ring":
             form = best
         elif not math.isfinite(errors["ring"]):
             form = DEFAULT_FORM

@@ -20,6 +20,7 @@ __all__ = [
     "CPSAT_PROB_UNITS",
     "TRANSPORT_LP_RTOL",
     "REPORT_RTOL",
+    "FIT_TIE_ATOL",
     "PRUNE_RTOL",
     "SOLVER_FEASIBILITY_TOL",
 ]
@@ -79,3 +80,7 @@ keeps the first phase's weight up to this."""
 REPORT_RTOL = 1e-9
 """``placement.testing.check_solution``: reported numbers must match the evaluator's within
 this (relative)."""
+
+FIT_TIE_ATOL = 1e-9
+"""``placement calibrate``: communication forms whose held-out relative errors differ by less
+than this are tied (both fit exactly, up to rounding), and the simplest of them is kept."""
