@@ -13,6 +13,8 @@ from placement.model.records import Instance, JobReport, Solution, Status
 __all__ = ["SOLUTION_FORMAT", "solution_to_dict", "solution_from_dict", "load_solution", "dump_solution"]
 
 SOLUTION_FORMAT = "placement-solution/1"
+GIVEN_METHOD = "given"
+"""The ``method`` of a solution file that names none (a placement written by hand)."""
 
 
 # ------------------------------------------------------------------ solutions
@@ -46,7 +48,11 @@ def solution_from_dict(
     data: Any, instance: Instance | None = None, *, source: str | None = None, _pre: Sequence[str] = ()
 ) -> Solution:
     """Check and build a :class:`Solution`; with ``instance``, its ids are checked too
-    (capacity and the other constraints are the validator's business)."""
+    (capacity and the other constraints are the validator's business).  Only ``format`` and
+    ``assignment`` (and ``shards``/``stages`` where they apply) are required: the rest are
+    outputs that readers recompute.  A missing ``unplaced`` is the instance's jobs not in
+    ``assignment`` (empty without ``instance``), ``status`` is ``feasible``, ``method``
+    :data:`GIVEN_METHOD`, ``instance`` the instance's name."""
     problems = list(_pre)
     if not isinstance(data, dict) or data.get("format") != SOLUTION_FORMAT:
         got = data.get("format") if isinstance(data, dict) else data
@@ -73,21 +79,28 @@ def solution_from_dict(
                 for r, sid in enumerate(row):
                     if sid not in instance.server_by_id:
                         problems.append(f"stages.{jid}[{s}][{r}] names unknown server {sid!r}")
-        for k, jid in enumerate(data["unplaced"]):
+        for k, jid in enumerate(data.get("unplaced", ())):
             if jid not in instance.job_by_id:
                 problems.append(f"unplaced[{k}] names unknown job {jid!r}")
     if problems:
         raise SolutionFormatError(problems, source=source)
+    # a placement written by hand gives only what places the jobs; the rest are outputs
+    if "unplaced" in data:
+        unplaced = tuple(data["unplaced"])
+    elif instance is not None:
+        unplaced = tuple(j.id for j in instance.jobs if j.id not in data["assignment"])
+    else:
+        unplaced = ()
     return Solution(
-        instance=data["instance"],
-        method=data["method"],
-        status=Status(data["status"]),
-        objective=data["objective"],
-        bound=data["bound"],
+        instance=data.get("instance", instance.name if instance is not None else ""),
+        method=data.get("method", GIVEN_METHOD),
+        status=Status(data.get("status", Status.FEASIBLE.value)),
+        objective=data.get("objective"),
+        bound=data.get("bound"),
         assignment={j: dict(a) for j, a in data["assignment"].items()},
-        unplaced=tuple(data["unplaced"]),
-        jobs={j: JobReport(**r) for j, r in data["jobs"].items()},
-        stats=data["stats"],
+        unplaced=unplaced,
+        jobs={j: JobReport(**r) for j, r in data.get("jobs", {}).items()},
+        stats=data.get("stats", {}),
         shards={j: dict(a) for j, a in data.get("shards", {}).items()},
         stages={j: tuple(tuple(row) for row in m) for j, m in data.get("stages", {}).items()},
     )
