@@ -261,3 +261,13 @@ def test_auto_reports_its_steps_with_evaluated_objectives_and_valid_bounds():
     for _, objective, bound in heard:
         assert objective is not None and objective >= sol.objective * (1 - 1e-12)
         assert bound is None or bound <= objective
+
+
+def test_the_readme_stays_a_page_a_newcomer_reads_and_its_local_links_resolve():
+    import re
+
+    text = (REPO_ROOT / "README.md").read_text()
+    assert len(text.encode()) <= 40_000, "README.md is over the house's 40 KB: move detail beside its code"
+    for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+        if "://" not in target:
+            assert (REPO_ROOT / target).exists(), f"README links to {target}, which is not in the tree"
