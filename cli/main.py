@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "estimate": ("estimate", "Learn slowdowns from iteration logs and telemetry."),
     "backtest": ("backtest", "Backtest the slowdown estimator on PAI per-worker logs."),
     "calibrate": ("calibrate", "Fit a job's compute and all-reduce terms from profiled step times."),
+    "serve": ("serve", "Run the loop as a service: place, reserve, learn from pushed iteration rows."),
 }
 """Verb -> (module in ``placement.cli.commands``, the one-line summary of ``placement --help``).
 The module's command function has the module's name."""

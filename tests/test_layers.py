@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "placement.integrations",
         "placement.testing",
         "placement.visual",
+        "placement.serve",
     ),
     ("placement",),
     ("placement.cli",),
@@ -279,6 +280,12 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.solving.backend": ("methods/test_exact.py", "Termination"),
     "placement.solving.driver": ("solving/test_registry.py", "solve("),
     "placement.solving.options": ("methods/test_exact.py", "Options("),
+    "placement.cli.commands.serve": ("serve/test_app.py", '"serve"'),
+    "placement.bench.serve": ("serve/test_durability.py", "kill_rounds"),
+    "placement.serve.migrations": ("serve/test_store.py", "migrate"),
+    "placement.serve.migrations.env": ("serve/test_store.py", "migrate"),
+    "placement.serve.migrations.versions": ("serve/test_store.py", '"0001"'),
+    "placement.serve.migrations.versions.rev_0001_initial": ("serve/test_store.py", '"0001"'),
 }
 """Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the
 test file that covers them.  A package's ``__init__`` is covered by its folder of tests."""

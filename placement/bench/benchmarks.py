@@ -8,6 +8,7 @@
     python -m placement.bench simulate             # the simulator on ElasticFlow cluster04: speed and scaling
     python -m placement.bench mapping llm512       # hybrid jobs: what the mapping of groups to stages buys
     python -m placement.bench online               # the proactive loop: JCT with bootstrap intervals over seeds
+    python -m placement.bench serve                # placement serve under load and kill -9 faults
 
 Timings are wall-clock medians over repeats on a shared machine: compare ratios within
 one run, not numbers across runs.
@@ -490,7 +491,20 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="each peer's queue with the clairvoyant placement too (<peer>+clairvoyant)",
     )
+    sv = sub.add_parser("serve", help="placement serve under load (256 to 4,096 GPUs) and kill -9 faults")
+    sv.add_argument("--sizes", default="256,1024,4096", help="comma-separated GPUs")
+    sv.add_argument("--duration-s", type=float, default=60.0, help="seconds of load per size")
+    sv.add_argument("--faults", type=int, default=20, help="kill -9 rounds (0: none)")
+    sv.add_argument("-o", "--out", default="benchmarks/serve")
     a = ap.parse_args(argv)
+    if a.what == "serve":
+        from placement.bench.serve import bench_serve, report
+
+        res = bench_serve(
+            [int(x) for x in a.sizes.split(",")], duration_s=a.duration_s, faults=a.faults, out=Path(a.out)
+        )
+        print(report(res))
+        return
     if a.what == "peers":
         from placement.bench.peers import PEERS, bench_peers, cells_of
 

@@ -1,0 +1,87 @@
+"""``placement serve``."""
+
+from __future__ import annotations
+
+import click
+
+from placement.cli.common import err, guard
+from placement.simulation.config import DECISION_TIME_LIMIT_S
+
+
+@click.command()
+@click.argument("cluster", required=False)
+@click.option(
+    "--state",
+    default=None,
+    help="The state database: a SQLite file (default: placement-state.sqlite here) or a SQLAlchemy URL "
+    "(postgresql://...).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
+@click.option("-m", "--method", default="auto", show_default=True, help="The placement method of every decision.")
+@click.option(
+    "--decision-time-limit",
+    type=click.FloatRange(min=0, min_open=True, max=3600),
+    default=DECISION_TIME_LIMIT_S,
+    show_default=True,
+    help="Seconds (of the work clock) per placement decision (the simulator's default).",
+)
+@click.option(
+    "--reservation-s",
+    type=click.FloatRange(min=0, min_open=True, max=7 * 86400),
+    default=600.0,
+    show_default=True,
+    help="A placed job's GPUs are held this long unless it starts.",
+)
+@click.option(
+    "--refit-every-s",
+    type=click.FloatRange(min=1, max=86400),
+    default=600.0,
+    show_default=True,
+    help="Refit the estimates from the pushed rows this often.",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every decision.")
+@guard
+def serve(
+    cluster: str | None,
+    state: str | None,
+    host: str,
+    port: int,
+    method: str,
+    decision_time_limit: float,
+    reservation_s: float,
+    refit_every_s: float,
+    seed: int,
+) -> None:
+    """Run the proactive loop as a service on CLUSTER (an instance file or bundled name; its jobs
+    are ignored; optional once the state holds one): POST /v1/place, /v1/jobs/{id}/start|finish|
+    release, /v1/observations; GET /v1/state, /healthz, /metrics; OpenAPI at /docs."""
+    import importlib.util
+    import sys
+
+    import placement
+    from placement.cli.common import EXIT_INPUT
+    from placement.serve import DEFAULT_STATE, ServeConfig
+
+    missing = [
+        m
+        for m in ("fastapi", "uvicorn", "sqlalchemy", "alembic", "prometheus_client")
+        if not importlib.util.find_spec(m)
+    ]
+    if missing:
+        err(f"error: placement serve needs its extra: pip install 'placement[serve]' (missing: {', '.join(missing)})")
+        sys.exit(EXIT_INPUT)
+    from placement.serve import serve as run
+
+    placement.get_method(method)
+    inst = placement.resolve_instance(cluster) if cluster else None
+    config = ServeConfig(
+        method=method,
+        decision_time_limit_s=decision_time_limit,
+        reservation_s=reservation_s,
+        refit_every_s=refit_every_s,
+        seed=seed,
+    )
+    where = state or DEFAULT_STATE
+    err(f"placement serve: http://{host}:{port} (state {where}; OpenAPI at /docs; Ctrl-C stops)")
+    run(inst, where, host=host, port=port, config=config)

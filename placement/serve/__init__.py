@@ -1,0 +1,51 @@
+"""``placement serve``: the proactive loop as a long-running service that schedulers call
+(placements reserved and released, iteration rows pushed, estimates refitted on a period), its
+state durable in SQLite (default) or any SQLAlchemy database.  See ``placement/serve/README.md``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from placement.model.records import Instance
+    from placement.serve.service import ServeConfig
+
+__all__ = ["serve", "create_app", "Service", "ServeConfig", "Store", "DEFAULT_STATE"]
+
+DEFAULT_STATE = "placement-state.sqlite"
+"""The state file ``placement serve`` uses when no ``--state`` is given."""
+
+
+def serve(
+    cluster: Instance | None,
+    state: str = DEFAULT_STATE,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    config: ServeConfig | None = None,
+) -> None:
+    """Run the service until interrupted (uvicorn)."""
+    import uvicorn
+
+    from placement.serve.app import create_app
+    from placement.serve.service import Service
+    from placement.serve.store import Store
+
+    app = create_app(Service(Store.open(state), cluster, config))
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "create_app":
+        from placement.serve.app import create_app
+
+        return create_app
+    if name in ("Service", "ServeConfig"):
+        from placement.serve import service
+
+        return getattr(service, name)
+    if name == "Store":
+        from placement.serve.store import Store
+
+        return Store
+    raise AttributeError(name)

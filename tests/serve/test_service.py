@@ -1,0 +1,169 @@
+"""The service's logic on its durable state, without HTTP: a job's life, reservations that end,
+no GPU given twice (one process or two replicas), estimates that steer placements, bad input
+named and refused whole, and a restart that finds what was acknowledged."""
+
+import threading
+
+import pytest
+from support.serving import two_servers
+
+import placement
+from placement.errors import InvalidInputError
+from placement.serve.service import Conflict, NotFound, ServeConfig, Service
+from placement.serve.store import Store
+
+
+def job(jid, workers=8, **more):
+    return {"id": jid, "workers": workers, "compute_ms": 100, "gradient_mb": 50, **more}
+
+
+def over_capacity(svc):
+    state = svc.state()
+    return {s: n for s, n in state["free_gpus"].items() if n < 0}
+
+
+def test_a_job_is_reserved_started_finished_and_its_gpus_come_back(tmp_path, clock):
+    svc = Service(Store.open(tmp_path / "s.db"), placement.load_bundled("demo"), clock=clock)
+    out = svc.place({"jobs": [job("a")]})
+    assert out["status"] in ("optimal", "feasible") and out["unplaced"] == []
+    (servers,) = out["assignment"].values()
+    assert sum(servers.values()) == 8
+    assert out["jobs"]["a"]["expected_iteration_ms"] >= out["jobs"]["a"]["ideal_iteration_ms"] > 0
+    assert out["explanation"]["a"]["servers"]  # the explain rows of the placed job
+    assert out["reserved_until"] == clock.t + ServeConfig().reservation_s
+    state = svc.state()
+    assert state["assignment"] == {"a": servers} and state["jobs"]["a"]["state"] == "reserved"
+    assert svc.start("a") == {"job": "a", "state": "running"}
+    assert svc.start("a") == {"job": "a", "state": "running"}  # said twice: the same answer
+    clock.t += 10 * ServeConfig().reservation_s  # a running job's GPUs do not expire
+    assert svc.state()["assignment"] == {"a": servers}
+    assert svc.finish("a")["state"] == "finished"
+    assert svc.state()["assignment"] == {}
+    with pytest.raises(Conflict, match="is finished"):
+        svc.release("a")
+    with pytest.raises(NotFound):
+        svc.start("nope")
+
+
+def test_a_reservation_that_is_not_started_ends_and_frees_its_gpus(tmp_path, clock):
+    svc = Service(Store.open(tmp_path / "s.db"), placement.load_bundled("demo"), ServeConfig(reservation_s=60), clock)
+    svc.place({"jobs": [job("a"), job("b", 4)]})
+    svc.start("b")
+    clock.t += 61
+    state = svc.state()
+    assert set(state["assignment"]) == {"b"} and "a" not in state["jobs"]
+    with pytest.raises(Conflict, match="expired"):
+        svc.start("a")
+    svc.place({"jobs": [job("a")]})  # an ended job's id may be placed again
+    assert svc.state()["jobs"]["a"]["state"] == "reserved"
+
+
+def test_a_job_already_held_is_refused_and_a_full_cluster_leaves_jobs_unplaced(tmp_path, clock):
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), clock=clock)
+    out = svc.place({"jobs": [job("a"), job("b"), job("c")]})
+    assert len(out["assignment"]) == 2 and len(out["unplaced"]) == 1
+    with pytest.raises(Conflict, match="already reserved"):
+        svc.place({"jobs": [job(next(iter(out["assignment"])), 1)]})
+    assert svc.place({"jobs": [job("d", 1)]})["unplaced"] == ["d"]
+    assert over_capacity(svc) == {}
+
+
+def test_concurrent_placements_never_give_one_gpu_twice_even_from_two_replicas(tmp_path, clock):
+    """Two services on one database (replicas), two threads each, 40 jobs of 4 GPUs asked of
+    128 GPUs: exactly 32 placed, no server over its GPUs."""
+    cluster = placement.load_bundled("demo")
+    path = tmp_path / "s.db"
+    replicas = [Service(Store.open(path), cluster, ServeConfig(decision_time_limit_s=0.05), clock) for _ in range(2)]
+    placed: list[str] = []
+    errors: list[BaseException] = []
+
+    def worker(svc, first):
+        try:
+            for k in range(first, first + 10):
+                out = svc.place({"jobs": [job(f"j{k}", 4)]}, with_explanation=False)
+                placed.extend(out["assignment"])
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(replicas[i % 2], 10 * i)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    state = replicas[0].state()
+    assert sorted(state["assignment"]) == sorted(placed) and len(placed) == 32
+    assert all(n == 0 for n in state["free_gpus"].values())
+    assert over_capacity(replicas[1]) == {}
+
+
+def rows_where_slow(slow: str, fast: str, n=40):
+    """One three-worker job's iterations, one worker on ``slow`` at 3x the two on ``fast``."""
+    return [
+        {"job": "probe", "worker": w, "server": s, "iteration": i, "duration": 3.0 if s == slow else 1.0}
+        for i in range(n)
+        for w, s in ((0, slow), (1, fast), (2, fast))
+    ]
+
+
+@pytest.mark.parametrize("slow,fast", [("s0", "s1"), ("s1", "s0")])
+def test_pushed_iteration_rows_refit_the_estimates_and_steer_the_next_placement(tmp_path, clock, slow, fast):
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), clock=clock)
+    assert svc.ingest(rows_where_slow(slow, fast)) == {"accepted": 120}
+    fit = svc.refit()
+    assert fit["rows"] == 120
+    est = svc.state()["estimates"]
+    mean = {s: sum(v * p for v, p in zip(e["values"], e["probs"])) for s, e in est.items()}
+    assert mean[slow] > 1.5 > mean[fast]
+    out = svc.place({"jobs": [job("a", 4)]})
+    assert out["assignment"] == {"a": {fast: 4}}
+    # rows older than the window stop counting
+    clock.t += ServeConfig().estimate_window_s + 1
+    assert svc.refit()["rows"] == 0
+
+
+def test_bad_input_is_named_field_by_field_and_changes_nothing(tmp_path, clock):
+    svc = Service(Store.open(tmp_path / "s.db"), placement.load_bundled("demo"), clock=clock)
+    with pytest.raises(InvalidInputError) as e:
+        svc.place({"jobs": [{"id": "x", "workers": 0}, job("y", allowed_servers=["s99"])]})
+    text = "\n".join(e.value.problems)
+    assert "jobs[0].workers" in text and "jobs[0]" in text and "compute_ms" in text and "s99" in text
+    with pytest.raises(InvalidInputError, match="non-empty list"):
+        svc.place({"jobs": []})
+    before = svc.state()
+    with pytest.raises(InvalidInputError) as e:
+        svc.ingest(
+            [
+                {"job": "a", "worker": 0, "server": "s0", "iteration": 1, "duration": 1.0},
+                {"job": "a", "worker": 1, "server": "s99", "iteration": -1, "duration": float("nan")},
+                {"job": "", "worker": True, "server": "s0", "iteration": 1, "duration": 1.0, "gpu": 3},
+            ]
+        )
+    assert e.value.problems == (
+        "rows[1].server 's99' is not a server of the cluster",
+        "rows[1].iteration must be an integer >= 0, got -1",
+        "rows[1].duration must be a finite number > 0, got nan",
+        "rows[2].gpu is not a field of a row",
+        "rows[2].job must be a non-empty string",
+        "rows[2].worker must be a non-empty string or an integer",
+    )
+    assert svc.state() == before  # all or nothing: the good row was not stored either
+
+
+def test_a_restart_finds_what_was_acknowledged_and_refuses_a_cluster_it_does_not_fit(tmp_path, clock):
+    path = tmp_path / "s.db"
+    svc = Service(Store.open(path), placement.load_bundled("demo"), clock=clock)
+    out = svc.place({"jobs": [job("a"), job("b", 3)]})
+    svc.start("a")
+    svc.ingest(rows_where_slow("s0", "s1"))
+    again = Service(Store.open(path), None, clock=clock)  # the cluster from the state
+    state = again.state()
+    assert state["assignment"] == out["assignment"] and state["observations"] == 120
+    assert state["jobs"]["a"]["state"] == "running" and state["jobs"]["b"]["state"] == "reserved"
+    held = {s for a in out["assignment"].values() for s in a}
+    with pytest.raises(InvalidInputError, match="does not have"):
+        Service(Store.open(path), placement.instance_from_dict(two_servers()), clock=clock)
+    assert held  # and the state is untouched by the refusal
+    assert Service(Store.open(path), None, clock=clock).state()["assignment"] == out["assignment"]
+    with pytest.raises(InvalidInputError, match="no cluster"):
+        Service(Store.open(tmp_path / "empty.db"), None, clock=clock)
