@@ -58,6 +58,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "backtest": ("backtest", "Backtest the slowdown estimator on PAI per-worker logs."),
     "calibrate": ("calibrate", "Fit a job's compute and all-reduce terms from profiled step times."),
     "serve": ("serve", "Run the loop as a service: place, reserve, learn from pushed iteration rows."),
+    "slurm-sync": ("slurm_sync", "Place Slurm's pending GPU jobs with the service and pin their nodes."),
 }
 """Verb -> (module in ``placement.cli.commands``, the one-line summary of ``placement --help``).
 The module's command function has the module's name."""

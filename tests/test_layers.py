@@ -282,10 +282,13 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.solving.options": ("methods/test_exact.py", "Options("),
     "placement.cli.commands.serve": ("serve/test_app.py", '"serve"'),
     "placement.bench.serve": ("serve/test_durability.py", "kill_rounds"),
+    "placement.cli.commands.slurm_sync": ("serve/test_slurm.py", "slurm-sync"),
+    "placement.integrations.slurm.pending": ("serve/test_slurm.py", "read_squeue_json"),
     "placement.serve.migrations": ("serve/test_store.py", "migrate"),
     "placement.serve.migrations.env": ("serve/test_store.py", "migrate"),
     "placement.serve.migrations.versions": ("serve/test_store.py", '"0001"'),
     "placement.serve.migrations.versions.rev_0001_initial": ("serve/test_store.py", '"0001"'),
+    "placement.serve.migrations.versions.rev_0002_gangs": ("serve/test_store.py", '"0002"'),
 }
 """Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the
 test file that covers them.  A package's ``__init__`` is covered by its folder of tests."""

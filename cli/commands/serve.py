@@ -40,6 +40,32 @@ from placement.simulation.config import DECISION_TIME_LIMIT_S
     show_default=True,
     help="Refit the estimates from the pushed rows this often.",
 )
+@click.option(
+    "--kubernetes",
+    is_flag=True,
+    help="The scheduler extender reads each gang's size from its PodGroup (scheduler-plugins or Volcano) "
+    "with the Kubernetes client: in-cluster configuration, else the kubeconfig.",
+)
+@click.option(
+    "--prometheus",
+    "prometheus_url",
+    default=None,
+    help="Prometheus to read NVIDIA DCGM exporter metrics from (SM clock, clock event reasons); "
+    "the estimates learn from them beside the pushed rows.",
+)
+@click.option(
+    "--prometheus-hosts",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="A CSV host,server: the exporter's Hostname/hostname label of each server (default: the server's id).",
+)
+@click.option(
+    "--prometheus-step-s",
+    type=click.FloatRange(min=1, max=3600),
+    default=60.0,
+    show_default=True,
+    help="The telemetry's resolution.",
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of every decision.")
 @guard
 def serve(
@@ -51,6 +77,10 @@ def serve(
     decision_time_limit: float,
     reservation_s: float,
     refit_every_s: float,
+    kubernetes: bool,
+    prometheus_url: str | None,
+    prometheus_hosts: str | None,
+    prometheus_step_s: float,
     seed: int,
 ) -> None:
     """Run the proactive loop as a service on CLUSTER (an instance file or bundled name; its jobs
@@ -84,4 +114,10 @@ def serve(
     )
     where = state or DEFAULT_STATE
     err(f"placement serve: http://{host}:{port} (state {where}; OpenAPI at /docs; Ctrl-C stops)")
-    run(inst, where, host=host, port=port, config=config)
+    telemetry = None
+    if prometheus_url:
+        from placement.serve.telemetry import Prometheus, read_host_map
+
+        hosts = read_host_map(prometheus_hosts) if prometheus_hosts else {}
+        telemetry = Prometheus(prometheus_url, hosts, step_s=prometheus_step_s)
+    run(inst, where, host=host, port=port, config=config, kubernetes=kubernetes, telemetry=telemetry)

@@ -136,8 +136,8 @@ def _churn(url: str, rng: random.Random, first: int, acked: dict[str, Any], stop
                     if r.status_code == 200:
                         acked["jobs"][j] = r.json()["state"]
                 k += 1
-            except httpx.HTTPError:
-                return k
+            except httpx.HTTPError:  # the service went away mid-request: what was in flight
+                return k + 1  # may be in the state unacknowledged, so its ids are not used again
     return k
 
 

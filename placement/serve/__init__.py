@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from placement.model.records import Instance
     from placement.serve.service import ServeConfig
+    from placement.serve.telemetry import Prometheus
 
 __all__ = ["serve", "create_app", "Service", "ServeConfig", "Store", "DEFAULT_STATE"]
 
@@ -23,15 +24,21 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
     config: ServeConfig | None = None,
+    kubernetes: bool = False,
+    telemetry: Prometheus | None = None,
 ) -> None:
-    """Run the service until interrupted (uvicorn)."""
+    """Run the service until interrupted (uvicorn); with ``kubernetes``, the extender reads
+    gangs' sizes from their PodGroups with the Kubernetes client; with ``telemetry``, the
+    estimates also learn from the GPUs' DCGM metrics in Prometheus."""
     import uvicorn
 
     from placement.serve.app import create_app
+    from placement.serve.extender import KubernetesPodGroups
     from placement.serve.service import Service
     from placement.serve.store import Store
 
-    app = create_app(Service(Store.open(state), cluster, config))
+    service = Service(Store.open(state), cluster, config, telemetry=telemetry)
+    app = create_app(service, KubernetesPodGroups() if kubernetes else None)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

@@ -23,7 +23,9 @@ except ImportError as e:  # the serve extra is not installed
     raise ImportError(f"{e.name} is missing: pip install 'placement[serve]'") from e
 
 from placement.errors import InvalidInputError
+from placement.serve.extender import Extender, PodGroups
 from placement.serve.service import Conflict, NotFound, Service
+from placement.serve.telemetry import TelemetryError
 
 __all__ = ["create_app", "PlaceRequest"]
 
@@ -66,6 +68,16 @@ def _rows_of(servers: frozenset[str], max_rows: int) -> type[BaseModel]:
     return ObservationBatch
 
 
+class GangRequest(BaseModel):
+    """A gang's size (its PodGroup's ``minMember``) and its job's fields (compute_ms,
+    gradient_mb, ...; not id or workers: the gang sets them)."""
+
+    model_config = ConfigDict(extra="forbid")
+    gang: str = Field(description="namespace/name of the PodGroup")
+    min_member: int = Field(ge=1)
+    job: dict[str, Any] = Field(default_factory=dict)
+
+
 class Placed(BaseModel):
     status: str
     method: str
@@ -97,8 +109,10 @@ def _path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-def create_app(service: Service) -> FastAPI:
-    """The application over ``service``; its metrics in a registry of its own."""
+def create_app(service: Service, podgroups: PodGroups | None = None) -> FastAPI:
+    """The application over ``service``; its metrics in a registry of its own; ``podgroups``
+    reads a gang's size for the Kubernetes extender (else gangs are posted)."""
+    extender = Extender(service, podgroups)
     reg = CollectorRegistry()
     requests = Counter("placement_requests", "HTTP requests", ["method", "path", "status"], registry=reg)
     latency = Histogram(
@@ -113,6 +127,9 @@ def create_app(service: Service) -> FastAPI:
     age = Gauge("placement_estimates_age_seconds", "Seconds since the estimates were last refitted", registry=reg)
     age.set_function(lambda: float("nan") if service.last_refit is None else service.clock() - service.last_refit)
     refit_errors = Counter("placement_refit_errors", "Refits that failed", registry=reg)
+    up = Gauge("placement_telemetry_up", "1 when the last read of the telemetry source succeeded", registry=reg)
+    up.set_function(lambda: float("nan") if service.telemetry is None else float(service.telemetry_error is None))
+    extended = Counter("placement_extender_calls", "kube-scheduler extender calls", ["verb", "result"], registry=reg)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -171,6 +188,10 @@ def create_app(service: Service) -> FastAPI:
             status_code=503,
         )
 
+    @app.exception_handler(TelemetryError)
+    async def telemetry_down(_r: Request, e: TelemetryError) -> JSONResponse:
+        return JSONResponse({"errors": [f"{e}; the estimates stay as they were"]}, status_code=503)
+
     @app.exception_handler(Conflict)
     async def conflict(_r: Request, e: Conflict) -> JSONResponse:
         return JSONResponse({"errors": [str(e)]}, status_code=409)
@@ -192,15 +213,19 @@ def create_app(service: Service) -> FastAPI:
         decided.labels("placed" if out["assignment"] else "none_placed").inc()
         return out
 
-    @app.post("/v1/jobs/{job_id}/start", response_model=JobState, responses=errors, summary="A reserved job started")
+    @app.post(
+        "/v1/jobs/{job_id:path}/start", response_model=JobState, responses=errors, summary="A reserved job started"
+    )
     def start(job_id: str) -> dict[str, Any]:
         return service.start(job_id)
 
-    @app.post("/v1/jobs/{job_id}/finish", response_model=JobState, responses=errors, summary="A job finished")
+    @app.post("/v1/jobs/{job_id:path}/finish", response_model=JobState, responses=errors, summary="A job finished")
     def finish(job_id: str) -> dict[str, Any]:
         return service.finish(job_id)
 
-    @app.post("/v1/jobs/{job_id}/release", response_model=JobState, responses=errors, summary="Give a job's GPUs back")
+    @app.post(
+        "/v1/jobs/{job_id:path}/release", response_model=JobState, responses=errors, summary="Give a job's GPUs back"
+    )
     def release(job_id: str) -> dict[str, Any]:
         return service.release(job_id)
 
@@ -224,6 +249,23 @@ def create_app(service: Service) -> FastAPI:
     def refit() -> dict[str, Any]:
         return service.refit()
 
+    @app.post(
+        "/v1/gangs", responses=errors, summary="A gang's size (its PodGroup's minMember) and job, for the extender"
+    )
+    def gang(body: GangRequest) -> dict[str, Any]:
+        return extender.register_gang(body.model_dump(exclude_unset=True))
+
+    @app.post("/scheduler/filter", summary="kube-scheduler extender: filter (ExtenderArgs -> ExtenderFilterResult)")
+    def scheduler_filter(args: dict[str, Any]) -> dict[str, Any]:
+        out = extender.filter(args)
+        extended.labels("filter", "error" if out["Error"] else "ok").inc()
+        return out
+
+    @app.post("/scheduler/prioritize", summary="kube-scheduler extender: prioritize (ExtenderArgs -> HostPriorityList)")
+    def scheduler_prioritize(args: dict[str, Any]) -> list[dict[str, Any]]:
+        extended.labels("prioritize", "ok").inc()
+        return extender.prioritize(args)
+
     @app.get("/healthz", summary="Liveness and the estimates' age")
     def healthz() -> JSONResponse:
         import sqlalchemy as sa
@@ -237,7 +279,13 @@ def create_app(service: Service) -> FastAPI:
             return JSONResponse(body, status_code=503)
         last = service.last_refit
         body["estimates_age_s"] = None if last is None else service.clock() - last
-        if last is not None and service.clock() - last > 3 * service.config.refit_every_s:
+        if service.telemetry_error is not None:
+            body["status"] = "degraded"
+            body["reason"] = (
+                f"telemetry unavailable since {service.telemetry_failed_since:.0f}: {service.telemetry_error}; "
+                "placing on the last estimates"
+            )
+        elif last is not None and service.clock() - last > 3 * service.config.refit_every_s:
             body["status"] = "degraded"
             body["reason"] = "estimates are stale: the last refit is older than three periods"
         return JSONResponse(body)

@@ -35,18 +35,36 @@ except ImportError as e:  # the serve extra is not installed
     raise ImportError(f"{e.name} is missing: pip install 'placement[serve]'") from e
 
 from placement.errors import InstanceError, InvalidInputError, PlacementError
-from placement.estimate.logs import LogData, estimate_from_logs
+from placement.estimate.logs import LogData, estimate_from_ratios, ratios
 from placement.evaluation.explain import explain
 from placement.formats.instance import instance_from_dict, instance_to_dict
 from placement.model.records import Instance, Slowdown, Solution
-from placement.serve.store import ACTIVE, Store, decisions, estimates, holdings, jobs, observations
+from placement.serve.store import ACTIVE, Store, decisions, estimates, holdings, jobs, observations, pods
+from placement.serve.telemetry import Prometheus, TelemetryError, looks
 from placement.simulation.config import DECISION_TIME_LIMIT_S
 from placement.solving.driver import solve
 
-__all__ = ["ServeConfig", "Service", "Conflict", "NotFound", "ROW_FIELDS"]
+__all__ = ["ServeConfig", "Service", "Conflict", "NotFound", "ROW_FIELDS", "DEFAULT_JOB", "gang_job"]
 
 ROW_FIELDS = ("job", "worker", "server", "iteration", "duration")
 """The fields of an observation row (the columns of ``placement estimate --logs``)."""
+
+
+DEFAULT_JOB: dict[str, float] = {"compute_ms": 100.0, "gradient_mb": 100.0}
+"""A job's per-iteration compute and gradient when the scheduler that hands it over does not
+say (a pod's annotations, a Slurm job's comment)."""
+
+
+def gang_job(job_id: str, groups: int, per_group: int, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The instance format's job of a gang that a scheduler hands over: ``groups`` units (pods,
+    Slurm nodes) of ``per_group`` GPUs each, a unit's GPUs on one server.  One GPU a unit: a
+    data-parallel job of ``groups`` workers; more: a hybrid job of ``tp = per_group`` (so a
+    unit's GPUs share a server), ``pp = 1``, ``dp = groups``.  ``fields`` adds the model
+    (:data:`DEFAULT_JOB` where it is silent)."""
+    job: dict[str, Any] = {**DEFAULT_JOB, **fields, "id": job_id, "workers": groups * per_group}
+    if per_group > 1:
+        job.update(architecture="hybrid", tp=per_group, pp=1, dp=groups, microbatches=1, activation_mb=0)
+    return job
 
 
 class Conflict(PlacementError):
@@ -90,9 +108,13 @@ class Service:
         cluster: Instance | None = None,
         config: ServeConfig | None = None,
         clock: Callable[[], float] = time.time,
+        telemetry: Prometheus | None = None,
     ) -> None:
         self.store = store
         self.config = config or ServeConfig()
+        self.telemetry = telemetry
+        self.telemetry_error: str | None = None
+        self.telemetry_failed_since: float | None = None
         self.clock = clock
         self.lock = threading.Lock()
         with store.write() as conn:
@@ -140,6 +162,7 @@ class Service:
         if gone:
             conn.execute(jobs.update().where(jobs.c.id.in_(gone)).values(state="expired", ended_at=now))
             conn.execute(holdings.delete().where(holdings.c.job_id.in_(gone)))
+            conn.execute(pods.delete().where(pods.c.gang.in_(gone)))
             self._bump(conn)
         return gone
 
@@ -347,6 +370,7 @@ class Service:
             conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
             if frees:
                 conn.execute(holdings.delete().where(holdings.c.job_id == job_id))
+                conn.execute(pods.delete().where(pods.c.gang == job_id))  # a gang's pods' nodes
                 self._bump(conn)
         return {"job": job_id, "state": to}
 
@@ -450,26 +474,49 @@ class Service:
         return {"accepted": len(clean)}
 
     def refit(self) -> dict[str, Any]:
-        """Each server's distribution from the rows of the last ``estimate_window_s``
-        (:func:`placement.estimate.logs.estimate_from_logs`, the estimator of ``placement
-        estimate``); servers without rows get the fleet's.  Replaces the stored estimates."""
+        """Each server's distribution from the rows of the last ``estimate_window_s`` and, with
+        a telemetry source, its GPUs' clocks over the same window (the estimator of
+        ``placement estimate``, :func:`placement.estimate.logs.estimate_from_ratios`); servers
+        with neither get the fleet's.  Replaces the stored estimates; when the telemetry
+        source fails it raises :class:`~placement.serve.telemetry.TelemetryError` and the
+        estimates stay as they were."""
         now = self.clock()
+        start = now - self.config.estimate_window_s
         with self.store.read() as conn:
             rows = conn.execute(
                 sa.select(
                     observations.c.job, observations.c.server, observations.c.iteration, observations.c.duration
-                ).where(observations.c.received_at >= now - self.config.estimate_window_s)
+                ).where(observations.c.received_at >= start)
             ).all()
-        if not rows:
+        parts = []
+        if rows:
+            log = LogData(
+                np.array([r[0] for r in rows]),
+                np.array([r[1] for r in rows]),
+                np.array([r[2] for r in rows], dtype=np.int64),
+                np.array([r[3] for r in rows], dtype=float),
+            )
+            parts.append(ratios(log))
+        seen: dict[str, int] = {}
+        if self.telemetry is not None:
+            try:
+                clocks, reasons = self.telemetry.series(start, now)
+            except TelemetryError as e:
+                self.telemetry_error = str(e)
+                self.telemetry_failed_since = self.telemetry_failed_since or now
+                raise
+            self.telemetry_error, self.telemetry_failed_since = None, None
+            tj, ts, tit, tr, seen = looks(
+                clocks, reasons, set(self.cluster.server_by_id), self.telemetry.hosts, start, self.telemetry.step_s
+            )
+            parts.append((tj, ts, tit, tr))
+        looked = sum(len(p[0]) for p in parts)
+        out = {"servers": 0, "rows": len(rows), "telemetry_looks": looked - (len(parts[0][0]) if rows else 0), **seen}
+        if not looked:
             self.last_refit = now
-            return {"servers": 0, "rows": 0, "fitted_at": now}
-        log = LogData(
-            np.array([r[0] for r in rows]),
-            np.array([r[1] for r in rows]),
-            np.array([r[2] for r in rows], dtype=np.int64),
-            np.array([r[3] for r in rows], dtype=float),
-        )
-        per, fleet = estimate_from_logs(log, servers=[s.id for s in self.cluster.servers])
+            return {**out, "fitted_at": now}
+        job, server, it, r = (np.concatenate([p[k] for p in parts]) for k in range(4))
+        per, fleet = estimate_from_ratios(job, server, it, r, servers=[s.id for s in self.cluster.servers])
         with self.store.write() as conn:
             conn.execute(estimates.delete())
             conn.execute(
@@ -485,7 +532,7 @@ class Service:
                 ],
             )
         self.last_refit = now
-        return {"servers": len(per), "rows": len(rows), "fitted_at": now}
+        return {**out, "servers": sum(1 for e in per.values() if e.samples), "fitted_at": now}
 
 
 def _dist(s: Slowdown) -> dict[str, list[float]]:

@@ -5,8 +5,9 @@ database of a schema this version does not know is refused, never misread.
 Tables: ``meta`` (the cluster as a ``placement-instance/1`` document, the holdings' version),
 ``jobs`` (each job's spec, state and times), ``holdings`` (the GPUs each reserved or running job
 holds, per server), ``observations`` (per-worker iteration rows, the ``estimate --logs``
-format), ``estimates`` (each server's fitted distribution and when) and ``decisions`` (every
-placement decision, request and answer)."""
+format), ``estimates`` (each server's fitted distribution and when), ``decisions`` (every
+placement decision, request and answer), and for the Kubernetes extender ``gangs`` (a gang's
+size and job) and ``pods`` (the node each pod of a gang was given)."""
 
 from __future__ import annotations
 
@@ -35,12 +36,15 @@ __all__ = [
     "estimates",
     "decisions",
     "meta",
+    "gangs",
+    "pods",
     "HEAD",
     "ACTIVE",
     "url_of",
+    "engine_for",
 ]
 
-HEAD = "0001"
+HEAD = "0002"
 """The schema revision this version writes (Alembic's head)."""
 
 ACTIVE = ("reserved", "running")
@@ -107,6 +111,26 @@ decisions = sa.Table(
 )
 
 
+gangs = sa.Table(
+    "gangs",
+    metadata,
+    sa.Column("id", sa.String(255), primary_key=True),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("job", sa.Text, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+pods = sa.Table(
+    "pods",
+    metadata,
+    sa.Column("uid", sa.String(255), primary_key=True),
+    sa.Column("gang", sa.String(255), nullable=False, index=True),
+    sa.Column("namespace", sa.String(255), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("node", sa.String(255), nullable=False),
+    sa.Column("pinned_at", sa.Float, nullable=False),
+)
+
+
 class StateError(InvalidInputError):
     """The state database cannot be used: a schema this version does not know, or not a
     placement state database at all."""
@@ -142,6 +166,12 @@ def _sqlite_engine(url: str) -> Engine:
     return engine
 
 
+def engine_for(url: str) -> Engine:
+    """The SQLAlchemy engine of a state URL: SQLite with its durability settings, any other
+    database with connections checked before use (one restarted meanwhile is reconnected)."""
+    return _sqlite_engine(url) if url.startswith("sqlite") else sa.create_engine(url, pool_pre_ping=True)
+
+
 @dataclass
 class Store:
     """The state database, opened (and migrated to :data:`HEAD`) by :meth:`open`."""
@@ -151,16 +181,17 @@ class Store:
 
     @classmethod
     def open(cls, state: str | Path) -> Store:
+        """The state at ``state`` (a path or URL), migrated to :data:`HEAD`."""
         url = url_of(state)
-        engine = _sqlite_engine(url) if url.startswith("sqlite") else sa.create_engine(url, pool_pre_ping=True)
-        store = cls(engine, url)
+        store = cls(engine_for(url), url)
         store.migrate()
         return store
 
     # ------------------------------------------------------------------ schema
-    def migrate(self) -> None:
-        """Upgrade the schema to :data:`HEAD` (a new database is created); refuse a database
-        whose revision this version does not know, or one with tables but no revision."""
+    def migrate(self, to: str = "head") -> None:
+        """Upgrade the schema to :data:`HEAD` (or the revision ``to``; a new database is
+        created); refuse a database whose revision this version does not know, or one with
+        tables but no revision."""
         from alembic import command
         from alembic.config import Config
         from alembic.runtime.migration import MigrationContext
@@ -188,7 +219,7 @@ class Store:
                     ]
                 )
             cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+            command.upgrade(cfg, to)
 
     def revision(self) -> str | None:
         from alembic.runtime.migration import MigrationContext

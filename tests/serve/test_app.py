@@ -114,7 +114,16 @@ shaped = st.fixed_dictionaries(
 @given(
     body=bodies | shaped,
     endpoint=st.sampled_from(
-        ["/v1/place", "/v1/observations", "/v1/jobs/a/start", "/v1/jobs/a/finish", "/v1/jobs/a/release"]
+        [
+            "/v1/place",
+            "/v1/observations",
+            "/v1/jobs/a/start",
+            "/v1/jobs/a/finish",
+            "/v1/jobs/a/release",
+            "/v1/gangs",
+            "/scheduler/filter",
+            "/scheduler/prioritize",
+        ]
     ),
 )
 def test_random_bodies_never_give_a_5xx_and_a_refused_one_changes_nothing(tmp_path_factory, body, endpoint):

@@ -30,7 +30,7 @@ def test_replicas_on_postgresql_never_give_one_gpu_twice(pg):
     replicas = [
         Service(Store.open(pg.url), cluster, ServeConfig(decision_time_limit_s=0.05), Clock()) for _ in range(3)
     ]
-    assert replicas[0].store.revision() == "0001"
+    assert replicas[0].store.revision() == "0002"
     placed, errors = [], []
 
     def worker(svc, first):

@@ -7,21 +7,21 @@ import sqlite3
 import pytest
 import sqlalchemy as sa
 
-from placement.serve.store import HEAD, StateError, Store, url_of
+from placement.serve.store import HEAD, StateError, Store, engine_for, url_of
 
 
 def test_a_new_database_is_migrated_to_the_head_and_reopened_as_it_is(tmp_path):
     path = tmp_path / "s.db"
     store = Store.open(path)
-    assert store.revision() == HEAD == "0001"
+    assert store.revision() == HEAD == "0002"
     with store.write() as conn:
         store.set_meta(conn, "k", "v")
     again = Store.open(path)  # migrate() on a database at the head changes nothing
-    assert again.revision() == "0001"
+    assert again.revision() == "0002"
     with again.read() as conn:
         assert again.get_meta(conn, "k") == "v"
         tables = set(sa.inspect(conn).get_table_names())
-    assert {"meta", "jobs", "holdings", "observations", "estimates", "decisions"} <= tables
+    assert {"meta", "jobs", "holdings", "observations", "estimates", "decisions", "gangs", "pods"} <= tables
     with sqlite3.connect(path) as raw:  # durable: write-ahead log, every commit synced
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -55,4 +55,26 @@ def test_migrate_is_idempotent_on_a_live_store(tmp_path):
     store = Store.open(tmp_path / "s.db")
     store.migrate()
     store.migrate()
-    assert store.revision() == "0001"
+    assert store.revision() == "0002"
+
+
+def test_a_database_of_the_first_schema_is_upgraded_and_keeps_its_rows(tmp_path):
+    """A state written by the first release (revision 0001) opens here: upgraded to the
+    head, every row kept."""
+    import placement
+    from placement.serve.service import Service
+
+    path = tmp_path / "old.db"
+    old = Store(engine_for(url_of(path)), url_of(path))
+    old.migrate(to="0001")
+    assert old.revision() == "0001"
+    with old.write() as conn:
+        tables = set(sa.inspect(conn).get_table_names())
+    assert "gangs" not in tables
+    with old.write() as conn:
+        conn.execute(sa.text("INSERT INTO meta (key, value) VALUES ('version', '0')"))
+        conn.execute(sa.text("INSERT INTO jobs (id, spec, state, placed_at) VALUES ('a', '{}', 'running', 1.0)"))
+        conn.execute(sa.text("INSERT INTO holdings (job_id, server, workers, shards) VALUES ('a', 's0', 4, 0)"))
+    svc = Service(Store.open(path), placement.load_bundled("demo"))
+    assert svc.store.revision() == "0002"
+    assert svc.state()["assignment"] == {"a": {"s0": 4}}

@@ -25,7 +25,7 @@ from pathlib import Path
 from placement.integrations.slurm.write import slurm_conf, topology_conf
 from placement.model import Instance
 
-BINARIES = ("slurmctld", "scontrol", "sbatch", "sinfo", "squeue")
+BINARIES = ("slurmctld", "scontrol", "sbatch", "sinfo", "squeue", "scancel")
 
 
 def missing_binaries() -> list[str]:
