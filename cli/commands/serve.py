@@ -116,8 +116,11 @@ def serve(
     err(f"placement serve: http://{host}:{port} (state {where}; OpenAPI at /docs; Ctrl-C stops)")
     telemetry = None
     if prometheus_url:
-        from placement.serve.telemetry import Prometheus, read_host_map
+        from placement.estimate.workflow import read_server_map
+        from placement.serve.telemetry import Prometheus
 
-        hosts = read_host_map(prometheus_hosts) if prometheus_hosts else {}
+        hosts = (
+            read_server_map(prometheus_hosts, inst, key="host", option="--prometheus-hosts") if prometheus_hosts else {}
+        )
         telemetry = Prometheus(prometheus_url, hosts, step_s=prometheus_step_s)
     run(inst, where, host=host, port=port, config=config, kubernetes=kubernetes, telemetry=telemetry)

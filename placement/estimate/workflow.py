@@ -33,28 +33,30 @@ class Estimated:
     """Per job and server, the contention forecast from telemetry (``None`` without it)."""
 
 
-def read_server_map(path: str | os.PathLike[str], instance: Instance) -> dict[str, str]:
-    """``log_server -> server`` from a CSV with the columns ``log_server, server``; servers not
-    in ``instance``, empty cells and log servers mapped twice are refused by row."""
+def read_server_map(
+    path: str | os.PathLike[str], instance: Instance | None, *, key: str = "log_server", option: str = "--map"
+) -> dict[str, str]:
+    """``name -> server`` from a CSV with the columns ``key, server`` (``log_server`` for
+    ``placement estimate --map``, ``host`` for ``placement serve --prometheus-hosts``); servers
+    not in ``instance`` (when given), empty cells and names mapped twice are refused by row."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
     except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise InvalidInputError([f"--map {path}: cannot read it: {e}"]) from None
+        raise InvalidInputError([f"{option} {path}: cannot read it: {e}"]) from None
     out: dict[str, str] = {}
     problems = []
-    if rows and not {"log_server", "server"} <= set(rows[0]):
-        raise InvalidInputError(
-            [f"--map {path}: needs the columns log_server, server; the header has {sorted(rows[0])}"]
-        )
+    if rows and not {key, "server"} <= set(rows[0]):
+        raise InvalidInputError([f"{option} {path}: needs the columns {key}, server; the header has {sorted(rows[0])}"])
+    what = key.replace("_", " ")
     for line, r in enumerate(rows, start=2):
-        a, b = (r.get("log_server") or "").strip(), (r.get("server") or "").strip()
+        a, b = (r.get(key) or "").strip(), (r.get("server") or "").strip()
         if not a or not b:
-            problems.append(f"--map {path} row {line}: empty log_server or server")
-        elif b not in instance.server_by_id:
-            problems.append(f"--map {path} row {line}: server {b!r} is not in the instance")
+            problems.append(f"{option} {path} row {line}: empty {key} or server")
+        elif instance is not None and b not in instance.server_by_id:
+            problems.append(f"{option} {path} row {line}: server {b!r} is not in the instance")
         elif a in out:
-            problems.append(f"--map {path} row {line}: log server {a!r} is mapped twice")
+            problems.append(f"{option} {path} row {line}: {what} {a!r} is mapped twice")
         else:
             out[a] = b
     if problems:

@@ -12,21 +12,18 @@ for it).  The looks go to the estimator of ``placement estimate`` as the iterati
 pseudo-job, ``dcgm``, beside the pushed iteration rows (:func:`looks`).
 
 The host label is ``Hostname`` (released exporter images) or ``hostname`` (newer), and maps to
-a server by ``hosts`` (default: the host's name is the server's id).
+a server by ``hosts`` (default: the host's name is the server's id; a CSV ``host,server`` is read
+by :func:`placement.estimate.workflow.read_server_map` with ``key="host"``).
 """
 
 from __future__ import annotations
 
-import csv
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-
-from placement.errors import InvalidInputError
 
 __all__ = [
     "Prometheus",
@@ -34,7 +31,6 @@ __all__ = [
     "THROTTLE_MASK",
     "IDLE",
     "looks",
-    "read_host_map",
     "CLOCK",
     "REASONS",
 ]
@@ -50,27 +46,6 @@ REFERENCE_QUANTILE = 0.95
 
 class TelemetryError(Exception):
     """Prometheus did not answer, or answered nothing usable (the estimates stay as they are)."""
-
-
-def read_host_map(path: str | os.PathLike[str]) -> dict[str, str]:
-    """A CSV ``host,server``: which server each exporter host label is."""
-    out: dict[str, str] = {}
-    problems: list[str] = []
-    with open(path, newline="", encoding="utf-8") as f:
-        rows = csv.DictReader(f)
-        if not rows.fieldnames or not {"host", "server"} <= set(rows.fieldnames):
-            raise InvalidInputError([f"{path}: the header must have host and server, got {rows.fieldnames}"])
-        for line, row in enumerate(rows, start=2):
-            host, server = (row.get("host") or "").strip(), (row.get("server") or "").strip()
-            if not host or not server:
-                problems.append(f"{path} row {line}: host and server must both be given")
-            elif host in out and out[host] != server:
-                problems.append(f"{path} row {line}: host {host!r} is mapped twice")
-            else:
-                out[host] = server
-    if problems:
-        raise InvalidInputError(problems)
-    return out
 
 
 @dataclass

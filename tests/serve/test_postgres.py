@@ -2,12 +2,10 @@
 GPU given twice by concurrent decisions, and a database restarted under load makes requests fail
 cleanly (503, nothing changed) and then resume."""
 
-import threading
-
 import pytest
 from fastapi.testclient import TestClient
 from support.postgres import missing, postgres_server
-from support.serving import Clock
+from support.serving import Clock, place_concurrently
 
 import placement
 from placement.serve import ServeConfig, Service, Store, create_app
@@ -31,21 +29,7 @@ def test_replicas_on_postgresql_never_give_one_gpu_twice(pg):
         Service(Store.open(pg.url), cluster, ServeConfig(decision_time_limit_s=0.05), Clock()) for _ in range(3)
     ]
     assert replicas[0].store.revision() == "0002"
-    placed, errors = [], []
-
-    def worker(svc, first):
-        try:
-            for k in range(first, first + 8):
-                placed.extend(svc.place({"jobs": [job(f"p{k}")]}, with_explanation=False)["assignment"])
-        except BaseException as e:  # surfaced below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(replicas[i % 3], 8 * i)) for i in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    placed = place_concurrently(replicas, threads=6, per_thread=8)
     state = replicas[1].state()
     assert len(placed) == 32 and sorted(state["assignment"]) == sorted(placed)
     assert all(n == 0 for n in state["free_gpus"].values())

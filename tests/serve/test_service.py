@@ -2,10 +2,8 @@
 no GPU given twice (one process or two replicas), estimates that steer placements, bad input
 named and refused whole, and a restart that finds what was acknowledged."""
 
-import threading
-
 import pytest
-from support.serving import two_servers
+from support.serving import place_concurrently, two_servers
 
 import placement
 from placement.errors import InvalidInputError
@@ -74,23 +72,7 @@ def test_concurrent_placements_never_give_one_gpu_twice_even_from_two_replicas(t
     cluster = placement.load_bundled("demo")
     path = tmp_path / "s.db"
     replicas = [Service(Store.open(path), cluster, ServeConfig(decision_time_limit_s=0.05), clock) for _ in range(2)]
-    placed: list[str] = []
-    errors: list[BaseException] = []
-
-    def worker(svc, first):
-        try:
-            for k in range(first, first + 10):
-                out = svc.place({"jobs": [job(f"j{k}", 4)]}, with_explanation=False)
-                placed.extend(out["assignment"])
-        except BaseException as e:  # surfaced below
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(replicas[i % 2], 10 * i)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    placed = place_concurrently(replicas, threads=4, per_thread=10)
     state = replicas[0].state()
     assert sorted(state["assignment"]) == sorted(placed) and len(placed) == 32
     assert all(n == 0 for n in state["free_gpus"].values())

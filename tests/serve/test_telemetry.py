@@ -15,8 +15,9 @@ from support.prometheus import missing, prometheus_with
 from support.serving import two_servers
 
 import placement
+from placement.estimate.workflow import read_server_map
 from placement.serve import ServeConfig, Service, Store, create_app
-from placement.serve.telemetry import Prometheus, TelemetryError, looks, read_host_map
+from placement.serve.telemetry import Prometheus, TelemetryError, looks
 
 STEP = 60.0
 FULL, HOT, IDLE = 1410.0, 940.0, 210.0
@@ -73,11 +74,18 @@ def test_looks_take_the_slowest_gpu_skip_idle_steps_and_read_both_host_labels():
 def test_a_host_map_is_read_and_its_bad_rows_named(tmp_path):
     p = tmp_path / "hosts.csv"
     p.write_text("host,server\nnode-a,s0\nnode-b,\nnode-a,s9\n")
+    two = placement.instance_from_dict(two_servers())
     with pytest.raises(placement.InvalidInputError) as e:
-        read_host_map(p)
-    assert len(e.value.problems) == 2
+        read_server_map(p, two, key="host", option="--prometheus-hosts")
+    assert e.value.problems == (
+        f"--prometheus-hosts {p} row 3: empty host or server",
+        f"--prometheus-hosts {p} row 4: server 's9' is not in the instance",
+    )
+    p.write_text("host,server\nnode-a,s0\nnode-a,s1\n")
+    with pytest.raises(placement.InvalidInputError, match="host 'node-a' is mapped twice"):
+        read_server_map(p, None, key="host", option="--prometheus-hosts")
     p.write_text("host,server\nnode-a,s0\n")
-    assert read_host_map(p) == {"node-a": "s0"}
+    assert read_server_map(p, two, key="host") == {"node-a": "s0"}
 
 
 @pytest.mark.skipif(missing() is not None, reason=missing() or "")

@@ -26,3 +26,30 @@ def two_servers(gpus: int = 8) -> dict:
         },
         "jobs": [],
     }
+
+
+def place_concurrently(replicas, threads: int, per_thread: int, workers: int = 4) -> list[str]:
+    """``threads`` threads, spread over ``replicas`` (services on one database), each placing
+    ``per_thread`` jobs of ``workers`` GPUs one request at a time; the ids placed.  An error in
+    any thread is raised here."""
+    import threading
+
+    placed: list[str] = []
+    errors: list[BaseException] = []
+
+    def work(svc, first):
+        try:
+            for k in range(first, first + per_thread):
+                job = {"id": f"j{k}", "workers": workers, "compute_ms": 100, "gradient_mb": 50}
+                placed.extend(svc.place({"jobs": [job]}, with_explanation=False)["assignment"])
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    pool = [threading.Thread(target=work, args=(replicas[i % len(replicas)], per_thread * i)) for i in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    if errors:
+        raise errors[0]
+    return placed
