@@ -256,6 +256,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.simulation.queues.gavel": ("simulation/test_queues.py", "water_fill"),
     "placement.simulation.queues.las": ("simulation/test_queues.py", "QUEUES"),
     "placement.simulation.queues.sjf": ("simulation/test_queues.py", "QUEUES"),
+    "placement.simulation.queues.replay": ("simulation/test_queues.py", "replay_starts"),
     "placement.simulation.queues.srtf": ("simulation/test_queues.py", '"srtf"'),
     "placement.simulation.queues.tiresias": ("simulation/test_queues.py", "Tiresias"),
     "placement.simulation.observations": ("simulation/test_engine.py", "iteration_log"),

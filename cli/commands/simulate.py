@@ -107,6 +107,13 @@ from placement.solving.budget import CLOCKS
     "top queue (Tiresias's STARVE_LIMIT; off by default).",
 )
 @click.option(
+    "--replay-starts",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="--queue replay: the jobs CSV of a run (its jobs/<run>.csv) whose start times are replayed: each job "
+    "starts no earlier than it did there (a reference that changes where jobs run, not who runs when).",
+)
+@click.option(
     "--objective",
     type=click.Choice(OBJECTIVES),
     default="weighted_expected_iteration_time",
@@ -369,6 +376,7 @@ def simulate(
     persistent_share: float,
     queue: str,
     starvation: float | None,
+    replay_starts: str | None,
     objective: str,
     plan_by: str,
     decision_time_limit: float,
@@ -481,6 +489,7 @@ def simulate(
         "replan_threshold": replan_threshold,
         "move_budget_per_hour": move_budget_per_hour,
         "replay_path": None if replay_path is None else str(Path(replay_path).resolve()),
+        **({"replay_starts": str(Path(replay_starts).resolve())} if replay_starts else {}),
     }
     from placement.simulation.config import PLAN_BY
 

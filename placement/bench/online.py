@@ -107,6 +107,12 @@ CELLS: dict[str, Cell] = {
         Cell("grid-c03d28-pod256-load2", "pod256", "elasticflow-cluster03", "markov", days(28, load=2.0)),
         Cell("grid-c04d44-heavy256", "heavy256", "elasticflow-cluster04", "markov", days(44)),
         Cell("grid-c04d50-hot192", "hot192", "elasticflow-cluster04", "markov", days(50)),
+        # the loaded cells on two more draws of their cluster each (which servers are hot)
+        *(
+            Cell(f"grid-c04d{d}-{c}-draw{s}", f"{c}-draw{s}", "elasticflow-cluster04", "markov", days(d))
+            for d, c, draws in ((44, "heavy256", (31, 32)), (50, "hot192", (26, 27)))
+            for s in draws
+        ),
     )
 }
 """The cells the issue lists that the bundled data supports (no Philly trace is bundled), and
@@ -117,8 +123,16 @@ GRID: tuple[str, ...] = tuple(c for c in CELLS if c.startswith("grid-"))
 cluster, a heavy-tailed 128-GPU two-tier one, a hot one-tier one of 128 GPUs and, at four times
 the load, 1,024 GPUs; cluster03's days 28-30 at its load and twice it; and two loaded windows
 where queueing dominates (cluster04 days 44-46 on a heavy-tailed 256-GPU cluster, days 50-52
-on a hot 192-GPU one).  Every cell runs the ``markov`` truth on its cluster's slowdown laws."""
-GRID_CONFIGS: tuple[str, ...] = ("consolidate", "consolidate-none", "proactive", "clairvoyant")
+on a hot 192-GPU one), each also on two more draws of its cluster (other generator seeds: other
+servers hot, other laws).  Every cell runs the ``markov`` truth on its cluster's slowdown laws."""
+GRID_CONFIGS: tuple[str, ...] = (
+    "consolidate",
+    "consolidate-none",
+    "proactive",
+    "proactive-none",
+    "clairvoyant",
+    "clairvoyant-replay",
+)
 
 GENERATED: dict[str, str] = {
     "hetero256": "placement generate --racks 4 --servers-per-rack 8 --gpu-types A100,V100 --hot-fraction 0.3 "
@@ -132,6 +146,16 @@ GENERATED: dict[str, str] = {
     "heavy256": "placement generate --racks 4 --servers-per-rack 8 --regime heavy-tail --jobs 1 --seed 24 "
     "--name heavy256",
     "hot192": "placement generate --racks 3 --servers-per-rack 8 --hot-fraction 0.4 --jobs 1 --seed 25 --name hot192",
+    **{
+        f"heavy256-draw{s}": "placement generate --racks 4 --servers-per-rack 8 --regime heavy-tail --jobs 1 "
+        f"--seed {s} --name heavy256-draw{s}"
+        for s in (31, 32)
+    },
+    **{
+        f"hot192-draw{s}": f"placement generate --racks 3 --servers-per-rack 8 --hot-fraction 0.4 --jobs 1 --seed {s} "
+        f"--name hot192-draw{s}"
+        for s in (26, 27)
+    },
 }
 """Clusters the cells use that are not bundled: the ``placement generate`` command of each
 (``hetero256`` is ``pod256``'s shape with two GPU types)."""
@@ -162,6 +186,19 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "proactive-e30": {**PREVIOUS, "estimate_every_s": 1800.0},
     "proactive-d01": {**PREVIOUS, "decision_time_limit_s": 0.1},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
+    # the loop with no stragglers at all: its own straggler inflation is proactive minus this
+    "proactive-none": {**PROACTIVE, "dynamics": "none"},
+    # the clairvoyant placement on the loop's own start times (queue replay): what knowing the
+    # future buys in placement alone, with who runs when held fixed
+    "clairvoyant-replay": {
+        "method": "auto",
+        "knowledge": "clairvoyant",
+        **REPLAN,
+        "restart_s": 0.0,
+        "patience": 0.0,
+        "queue": "replay",
+        "replay_of": "proactive",
+    },
 }
 LADDER: tuple[str, ...] = (
     "consolidate",
@@ -233,11 +270,23 @@ def cluster_file(name: str, out: Path) -> str:
 
 
 def _runs(cell: Cell, config: dict[str, Any], seeds: Sequence[int], common: dict[str, Any], out: Path) -> list[Any]:
+    """The runs of ``config`` on ``cell``; a ``replay_of`` configuration replays, seed by seed,
+    the start times of that configuration's run in the same cell (which runs first)."""
     from placement.simulation.runner import SimRun
 
     cluster = cluster_file(cell.cluster, out.parent.parent)
     c = {**common, **cell.options, "dynamics": cell.dynamics, **config}
-    return [SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, "seed": s}, str(out)) for s in seeds]
+    of = c.pop("replay_of", None)
+    runs = []
+    for s in seeds:
+        more: dict[str, Any] = {"seed": s}
+        if of is not None:
+            ref = SimRun(
+                cluster, cell.trace, {}, {**common, **cell.options, "dynamics": cell.dynamics, **CONFIGS[of], "seed": s}
+            )
+            more["replay_starts"] = str((out.parent / of / "jobs" / f"{ref.label}.csv").resolve())
+        runs.append(SimRun(cluster, cell.trace, dict(cell.trace_options), {**c, **more}, str(out)))
+    return runs
 
 
 def run_cells(
@@ -255,9 +304,14 @@ def run_cells(
     from placement.simulation.runner import simulate_sweep
 
     per_cell: dict[str, dict[str, dict[int, dict[str, Any]]]] = {}
+    missing = sorted({c["replay_of"] for c in configs.values() if "replay_of" in c} - set(configs))
+    if missing:
+        raise ValueError(f"configurations replay the starts of {', '.join(missing)}: run those too")
+    # a configuration that replays another's starts runs after it
+    ordered = sorted(configs.items(), key=lambda kv: "replay_of" in kv[1])
     for cname in cells:
         per: dict[str, dict[int, dict[str, Any]]] = {}
-        for name, config in configs.items():
+        for name, config in ordered:
             folder = out / cname / name
             runs = _runs(CELLS[cname], config, seeds, common, folder)
             rows = simulate_sweep(runs, folder, parallel=parallel, progress=False, say=say)
@@ -343,7 +397,14 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
         )
         inflation = [m, lo, hi]
     removed = removed_of(per, "defrag", "defrag-none", REMOVED)
+    own = {}
+    for c in per:  # each configuration's own straggler inflation, where its none twin ran
+        if f"{c}-none" in per:
+            m, lo, hi, n = paired_change(_metric(per[c], "avg_jct_s"), _metric(per[f"{c}-none"], "avg_jct_s"))
+            if n:
+                own[c] = [m, lo, hi]
     return {
+        "own_inflation": own,
         "configs": configs,
         "effects": effects,
         "consolidation_inflation": inflation,
@@ -475,7 +536,7 @@ def _size_table(cell: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-GRID_REFERENCES = ("consolidate", "consolidate-none", "clairvoyant")
+GRID_REFERENCES = ("consolidate", "consolidate-none", "clairvoyant", "clairvoyant-replay")
 """The grid's references; every other configuration run on it is a candidate (a set of
 defaults) judged by its worst cell."""
 
@@ -487,12 +548,20 @@ def grid_table(result: dict[str, Any]) -> str:
     consolidation, the share of the inflation it removes and the one-GPU jobs' mean queueing;
     then each candidate's worst cell for every goal, side by side."""
     cells = result["cells"]
-    candidates = list(dict.fromkeys(c for cell in cells.values() for c in cell["configs"] if c not in GRID_REFERENCES))
+    candidates = list(
+        dict.fromkeys(
+            c
+            for cell in cells.values()
+            for c in cell["configs"]
+            if c not in GRID_REFERENCES and not c.endswith("-none")
+        )
+    )
     lines = [
-        "| cell | jobs | consolidation mean JCT | inflation | clairvoyant: mean | removed | 1-GPU queue "
-        + "".join(f"| {c}: mean | p99 | removed | 1-GPU queue " for c in candidates)
+        "| cell | jobs | consolidation mean JCT | inflation | clairvoyant: mean | removed | on the loop's starts: removed "
+        "| 1-GPU queue "
+        + "".join(f"| {c}: mean | p99 | removed | own inflation | 1-GPU queue " for c in candidates)
         + "|",
-        "|---|---|---|---|---|---|---|" + "---|---|---|---|" * len(candidates),
+        "|---|---|---|---|---|---|---|---|" + "---|---|---|---|---|" * len(candidates),
     ]
     worst: dict[str, dict[str, tuple[float, str]]] = {c: {} for c in candidates}
 
@@ -512,15 +581,23 @@ def grid_table(result: dict[str, Any]) -> str:
             f"| {cname} | {_mean(cons.get('jobs'))} | {_mean(cons.get('avg_jct_s'))} "
             f"| {_ci(cell['consolidation_inflation'], pct=True)} "
             f"| {_ci(vs.get('clairvoyant', {}).get('avg_jct_s'), pct=True)} | {_ci(rem.get('clairvoyant'), pct=True)} "
-            f"| {_mean(cons.get('avg_queue_w1_s'))} "
+            f"| {_ci(rem.get('clairvoyant-replay'), pct=True)} | {_mean(cons.get('avg_queue_w1_s'))} "
         )
+        own = cell.get("own_inflation", {})
         clair = rem.get("clairvoyant")
         for c in candidates:
             mean, p99 = vs.get(c, {}).get("avg_jct_s"), vs.get(c, {}).get("p99_jct_s")
             row += (
                 f"| {_ci(mean, pct=True)} | {_ci(p99, pct=True)} | {_ci(rem.get(c), pct=True)} "
-                f"| {_mean(cf.get(c, {}).get('avg_queue_w1_s'))} "
+                f"| {_ci(own.get(c), pct=True)} | {_mean(cf.get(c, {}).get('avg_queue_w1_s'))} "
             )
+            if own.get(c) and cell["consolidation_inflation"]:
+                note(
+                    c,
+                    "own straggler inflation over consolidation's",
+                    own[c][0] - cell["consolidation_inflation"][0],
+                    cname,
+                )
             note(c, "mean JCT / consolidation's, upper end of the interval", mean[2] if mean else None, cname)
             note(c, "p99 JCT / consolidation's", p99[0] if p99 else None, cname)
             if rem.get(c) and clair and clair[0] >= 0.3:

@@ -190,6 +190,8 @@ class SimConfig:
     replay_path: str | None = None
     queue: str = "fifo"
     """:data:`QUEUES`: the queue policy (who runs; ``method`` decides where)."""
+    replay_starts: str | None = None
+    """``queue="replay"``: the jobs CSV of the run whose start times are replayed."""
     starvation: float | None = None
     """``queue="tiresias"``: Tiresias's starvation knob, a preempted job that has waited this
     many times the seconds it ran goes back to the top queue (``None``: off)."""
@@ -307,6 +309,8 @@ class SimConfig:
                 problems.append(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
         if not (isinstance(self.comm_share_max, (int, float)) and 0.0 <= self.comm_share_max < 1.0):
             problems.append(f"comm_share_max must be a number in [0, 1), got {self.comm_share_max!r}")
+        if self.queue == "replay" and not self.replay_starts:
+            problems.append("queue 'replay' needs replay_starts: the jobs CSV of the run whose starts are replayed")
         if self.dynamics == "replay" and not self.replay_path:
             problems.append("dynamics 'replay' needs a replay file (time_s, server, slowdown)")
         if not (isinstance(self.persistent_share, (int, float)) and 0.0 <= self.persistent_share <= 1.0):

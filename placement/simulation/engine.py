@@ -143,6 +143,7 @@ class _Simulation(Replanning):
         """Preempted jobs waiting to resume (their progress is kept)."""
         self.preemptions = 0
         self.policy = QUEUE_POLICIES[cfg.queue](cluster, cfg.starvation)
+        self.policy.configure(cfg)
         self.round_s = cfg.round_s if cfg.round_s is not None else self.policy.round_s
         """Decide only every ``round_s`` seconds (the configuration's, else the queue policy's)."""
         self.queue_wake = -math.inf
@@ -329,8 +330,9 @@ class _Simulation(Replanning):
 
     def _check_stuck(self) -> None:
         """After a decision: jobs left waiting on an idle cluster with nothing more to arrive
-        can never be placed (a bad input, not an outcome)."""
-        if self.queue and not self.running and not self.arrivals_left:
+        and no wake-up of the queue policy due can never be placed (a bad input, not an
+        outcome)."""
+        if self.queue and not self.running and not self.arrivals_left and not self.queue_wake > self.now:
             stuck = ", ".join(f"{j.id!r} ({j.workers} GPUs)" for j in self.queue[:10])
             raise InvalidInputError(
                 [f"{len(self.queue)} job(s) can never be placed on an idle cluster by {self.cfg.method}: {stuck}"]

@@ -255,8 +255,8 @@ class Policy:
         room = self._room()  # what they saw, once this call's jobs started
         for jid in held:
             self.held_room[jid] = room
-        if self.policy.preemptive:  # the next time the order may change between events
-            t = self.policy.wake_s(self.now, self._candidates(running=True))
+        if self.policy.preemptive or self.policy.timed:  # the next time the order may change between events
+            t = self.policy.wake_s(self.now, self._candidates(running=self.policy.preemptive))
             if math.isfinite(t) and not self.now < self.queue_wake <= t:
                 self.queue_wake = t
                 self._wake_at(t)

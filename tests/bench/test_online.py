@@ -145,3 +145,45 @@ def test_the_grid_spans_loads_shapes_regimes_and_both_traces(tmp_path):
     assert {"--regime calm", "--regime heavy-tail"} <= {
         f"--regime {w}" for g in online.GENERATED.values() for w in ("calm", "heavy-tail") if f"--regime {w}" in g
     }
+
+
+def test_the_grid_reports_each_candidates_own_inflation_and_the_replay_reference(tmp_path):
+    """Beside each removal share, the loop's own straggler inflation (itself minus its none
+    twin, paired) against consolidation's; and the clairvoyant on the loop's starts."""
+
+    def per(values):
+        return {
+            c: {s: {"avg_jct_s": v, "p99_jct_s": v, "avg_queue_w1_s": 1.0, "jobs": 10} for s, v in by.items()}
+            for c, by in values.items()
+        }
+
+    cell = online._cell_summary(
+        per(
+            {
+                "consolidate": {0: 110.0, 1: 120.0},
+                "consolidate-none": {0: 100.0, 1: 100.0},
+                "cand": {0: 105.0, 1: 99.0},
+                "cand-none": {0: 100.0, 1: 90.0},
+                "clairvoyant-replay": {0: 104.0, 1: 98.0},
+            }
+        )
+    )
+    assert cell["own_inflation"]["cand"][0] == pytest.approx((0.05 + 0.10) / 2)
+    assert cell["own_inflation"]["consolidate"][0] == pytest.approx((0.10 + 0.20) / 2)
+    text = online.grid_table({"cells": {"grid-x": cell}})
+    assert "| cand: mean | p99 | removed | own inflation |" in text and "cand-none: mean" not in text
+    assert "clairvoyant-replay: mean" not in text  # a reference, not a candidate
+    (worst,) = [line for line in text.splitlines() if line.startswith("- `cand`")]
+    assert "own straggler inflation over consolidation's -7.5% (grid-x)" in worst
+
+
+def test_a_replay_configuration_replays_its_reference_runs_starts_seed_by_seed(tmp_path):
+    cell = online.CELLS["grid-c04d28-pod256"]
+    runs = online._runs(
+        cell, online.CONFIGS["clairvoyant-replay"], [0, 3], {}, tmp_path / "cell" / "clairvoyant-replay"
+    )
+    assert [r.config["queue"] for r in runs] == ["replay", "replay"] and "replay_of" not in runs[0].config
+    assert runs[0].config["replay_starts"].endswith("/cell/proactive/jobs/auto-estimated-markov-seed0.csv")
+    assert runs[1].config["replay_starts"].endswith("seed3.csv")
+    with pytest.raises(ValueError, match="proactive"):
+        online.run_cells(["grid-c04d28-pod256"], {"r": online.CONFIGS["clairvoyant-replay"]}, [0], {}, tmp_path)

@@ -21,6 +21,8 @@ from placement.simulation.workload import TraceJob, Workload, read_trace
 from placement.solving import solve
 
 PREEMPTIVE = [q for q in QUEUES if POLICIES[q].preemptive]
+ALONE = [q for q in QUEUES if q != "replay"]
+"""The policies that need nothing but the trace (``replay`` replays another run's starts)."""
 EXACT = dict(knowledge="oblivious", dynamics="none", comm="off")
 """No stragglers and free communication: a job runs iterations x compute_ms wherever it is."""
 
@@ -158,7 +160,7 @@ def test_gavels_heterogeneity_aware_shares_send_each_job_where_it_can_run():
 
 
 @settings(deadline=None)
-@given(seed=st.integers(0, 10_000), queue=st.sampled_from(QUEUES), restart=st.sampled_from([0.0, 30.0]))
+@given(seed=st.integers(0, 10_000), queue=st.sampled_from(ALONE), restart=st.sampled_from([0.0, 30.0]))
 def test_every_policy_finishes_every_job_once_keeping_its_progress(seed, queue, restart):
     rng = np.random.default_rng(seed)
     w = Workload(
@@ -254,3 +256,50 @@ def test_the_cli_takes_a_queue_policy_and_refuses_an_unknown_one(tmp_path):
     assert rows[0]["queue"] == "tiresias" and rows[0]["jobs_finished"] == 12 and rows[0]["rho_p95"] > 0
     r = CliRunner().invoke(cli, [*args, "--queue", "lottery", "-o", str(tmp_path / "p")])
     assert r.exit_code == 2 and "lottery" in r.output and not (tmp_path / "p").exists()
+
+
+def _starts_csv(tmp_path, result, name="starts.csv"):
+    import csv
+
+    p = tmp_path / name
+    with open(p, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job", "start_s"])
+        for r in result.jobs:
+            w.writerow([r["job"], r["start_s"]])
+    return p
+
+
+def test_replaying_a_runs_own_starts_gives_the_same_run(tmp_path):
+    """The fixed point: the same method on the starts of its own run starts every job when it
+    started there (here FIFO's backfill, with a wide job that waits)."""
+    w = jobs(*[(f"j{i}", 30.0 * i, [1, 2, 4, 8][i % 4], 500 + 300 * (i % 5)) for i in range(16)])
+    base = simulate(rack(3), w, method="first_fit", **EXACT)
+    again = simulate(
+        rack(3), w, method="first_fit", queue="replay", replay_starts=str(_starts_csv(tmp_path, base)), **EXACT
+    )
+    assert {r["job"]: r["start_s"] for r in again.jobs} == pytest.approx({r["job"]: r["start_s"] for r in base.jobs})
+
+
+def test_replay_starts_no_job_before_its_recorded_start_and_the_cli_needs_the_starts(tmp_path):
+    from click.testing import CliRunner
+
+    from placement.cli.main import cli
+    from placement.errors import InvalidInputError
+
+    w = jobs(("a", 0.0, 4, 1000), ("b", 1.0, 4, 10), ("c", 2.0, 4, 10))
+    late = tmp_path / "late.csv"
+    late.write_text("job,start_s\na,0\nb,500\nc,50\n")
+    r = by_job(simulate(rack(3), w, method="first_fit", queue="replay", replay_starts=str(late), **EXACT))
+    assert (r["a"]["start_s"], r["b"]["start_s"], r["c"]["start_s"]) == (0.0, 500.0, 50.0)  # woken at each
+    with pytest.raises(InvalidInputError, match="replay_starts"):
+        simulate(rack(3), w, method="first_fit", queue="replay", **EXACT)
+    late.write_text("job,start_s\na,never\n")
+    with pytest.raises(InvalidInputError, match="row 2"):
+        simulate(rack(3), w, method="first_fit", queue="replay", replay_starts=str(late), **EXACT)
+    trace = tmp_path / "t.csv"
+    trace.write_text("submit_s,workers,duration_s\n0,1,100\n")
+    res = CliRunner().invoke(
+        cli, ["simulate", "tiny", "--trace", str(trace), "--queue", "replay", "-o", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 2 and "replay_starts" in res.output and not (tmp_path / "o").exists()

@@ -9,7 +9,8 @@ and :data:`QUEUES`, the name -> class table that
 - ``srtf`` (:mod:`.srtf`): preemptive, least believed remaining time first;
 - ``las`` (:mod:`.las`): preemptive, least attained GPU-seconds first;
 - ``tiresias`` (:mod:`.tiresias`): discretised 2D-LAS with Tiresias's thresholds;
-- ``gavel`` (:mod:`.gavel`): max-min fairness in rounds of 360 s.
+- ``gavel`` (:mod:`.gavel`): max-min fairness in rounds of 360 s;
+- ``replay`` (:mod:`.replay`): another run's start times, replayed (a reference).
 
 A new policy is a :class:`~.base.QueuePolicy` subclass added to the table.  Every policy
 composes with every placement method.
@@ -21,10 +22,11 @@ from placement.simulation.queues.base import Candidate, QueuePolicy
 from placement.simulation.queues.fifo import Fifo, FifoStrict
 from placement.simulation.queues.gavel import ROUND_S, Gavel
 from placement.simulation.queues.las import LAS_QUANTUM_S, Las
+from placement.simulation.queues.replay import Replay
 from placement.simulation.queues.sjf import Sjf
 from placement.simulation.queues.srtf import Srtf
 from placement.simulation.queues.tiresias import THRESHOLDS_GPU_S, Tiresias
 
 __all__ = ["QUEUES", "Candidate", "QueuePolicy", "ROUND_S", "LAS_QUANTUM_S", "THRESHOLDS_GPU_S"]
 
-QUEUES: dict[str, type[QueuePolicy]] = {q.name: q for q in (Fifo, FifoStrict, Sjf, Srtf, Las, Tiresias, Gavel)}
+QUEUES: dict[str, type[QueuePolicy]] = {q.name: q for q in (Fifo, FifoStrict, Sjf, Srtf, Las, Tiresias, Gavel, Replay)}

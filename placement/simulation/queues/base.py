@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from placement.model.records import Instance
 from placement.simulation.workload import TraceJob
@@ -58,6 +58,8 @@ class QueuePolicy:
     them)."""
 
     name: ClassVar[str]
+    timed: ClassVar[bool] = False
+    """Its order may change with time alone (the engine asks :meth:`wake_s` when to decide)."""
     preemptive: ClassVar[bool] = False
     strict: ClassVar[bool] = False
     round_s: ClassVar[float | None] = None
@@ -66,6 +68,10 @@ class QueuePolicy:
     def __init__(self, cluster: Instance, starvation: float | None = None) -> None:
         self.cluster = cluster
         self.starvation = starvation
+
+    def configure(self, options: Any) -> None:
+        """Read what the policy needs from the simulation's configuration (a
+        :class:`~placement.simulation.config.SimConfig`); most need nothing."""
 
     def order(self, now: float, candidates: Sequence[Candidate]) -> list[Candidate]:
         """The candidates, highest priority first."""
