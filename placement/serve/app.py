@@ -78,6 +78,11 @@ class GangRequest(BaseModel):
     job: dict[str, Any] = Field(default_factory=dict)
 
 
+class MoveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    to: dict[str, int] = Field(description="{server: workers}: where the job runs after the move")
+
+
 class Placed(BaseModel):
     status: str
     method: str
@@ -228,6 +233,14 @@ def create_app(service: Service, podgroups: PodGroups | None = None) -> FastAPI:
     )
     def release(job_id: str) -> dict[str, Any]:
         return service.release(job_id)
+
+    @app.get("/v1/replan", summary="Moves of running jobs that repay their restart (priced as the simulator does)")
+    def replan() -> dict[str, Any]:
+        return service.replan()
+
+    @app.post("/v1/jobs/{job_id:path}/move", responses=errors, summary="Apply a move: the job now holds `to`")
+    def move(job_id: str, body: MoveRequest) -> dict[str, Any]:
+        return service.move(job_id, body.to)
 
     @app.get("/v1/state", summary="Held GPUs (one assignment), jobs, free GPUs, estimates and their age")
     def state() -> dict[str, Any]:

@@ -41,7 +41,8 @@ from placement.formats.instance import instance_from_dict, instance_to_dict
 from placement.model.records import Instance, Slowdown, Solution
 from placement.serve.store import ACTIVE, Store, decisions, estimates, holdings, jobs, observations, pods
 from placement.serve.telemetry import Prometheus, TelemetryError, looks
-from placement.simulation.config import DECISION_TIME_LIMIT_S
+from placement.simulation.config import DECISION_TIME_LIMIT_S, MOVE_MARGIN
+from placement.simulation.replanning import amortized_prices
 from placement.solving.driver import solve
 
 __all__ = ["ServeConfig", "Service", "Conflict", "NotFound", "ROW_FIELDS", "DEFAULT_JOB", "gang_job"]
@@ -93,6 +94,11 @@ class ServeConfig:
     """Observation rows in one request at most."""
     max_jobs: int = 1_000
     """Jobs in one placement request at most."""
+    restart_s: float = 300.0
+    """Seconds a moved job loses (the simulator's default ``restart_s``): what a move must repay."""
+    move_margin: float = MOVE_MARGIN["estimated"]
+    """A move must also beat this share of the job's expected iteration time (the simulator's
+    default with estimated knowledge: estimates refitted from logs differ by a few percent)."""
     retries: int = 8
     """Tries of a decision in all (see :meth:`Service.place`)."""
     optimistic: int = 2
@@ -382,6 +388,121 @@ class Service:
 
     def release(self, job_id: str) -> dict[str, Any]:
         return self._transition(job_id, ACTIVE, "released", frees=True)
+
+    # ------------------------------------------------------------------ moves
+    def replan(self) -> dict[str, Any]:
+        """Moves of the running jobs that repay their restart, priced as the simulator prices
+        them (:func:`placement.simulation.replanning.amortized_prices`: a job's restart spread
+        over the iterations it has left, plus the move margin of its expected time), searched
+        with ``previous`` = where they run; nothing is applied.  A job's iterations left are
+        its spec's ``iterations`` less the highest iteration its pushed rows reached; a running
+        job without ``iterations`` cannot be priced and stays.  Returns each move with its
+        believed saving per iteration and price, and the jobs kept where they are."""
+        now = self.clock()
+        with self.store.write() as conn:
+            self._expire(conn, now)
+            held = self.store.held(conn)
+            rows = conn.execute(sa.select(jobs.c.id, jobs.c.spec, jobs.c.stages).where(jobs.c.state == "running")).all()
+            done = dict(
+                conn.execute(
+                    sa.select(observations.c.job, sa.func.max(observations.c.iteration)).group_by(observations.c.job)
+                ).all()
+            )
+            belief = self.believed(conn)
+        specs, left, stages, kept = [], {}, {}, {}
+        for jid, spec, st in rows:
+            d = _loads(spec)
+            n = d.get("iterations")
+            if not isinstance(n, int) or isinstance(n, bool):
+                kept[jid] = "no iterations in its spec: its remaining work is unknown"
+                continue
+            left[jid] = max(1, n - (int(done.get(jid, -1)) + 1))
+            specs.append({**d, "iterations": left[jid]})
+            if st:
+                stages[jid] = tuple(tuple(r) for r in _loads(st))
+        if not specs:
+            return {"moves": [], "kept": kept, "priced": 0}
+        movable = {j: held[j] for j in left}
+        others = {j: a for j, a in held.items() if j not in movable}
+        inst = self._decision_instance(
+            instance_from_dict({**self._doc, "jobs": specs}, source="the running jobs").jobs, others, belief
+        )
+        price, stay, was = amortized_prices(
+            inst, movable, left, self.config.restart_s, self.config.move_margin, None, stages
+        )
+        kept.update(dict.fromkeys(stay, "cannot repay a move: within its price of its best placement"))
+        search = {j: a for j, a in movable.items() if j not in stay}
+        if not search:
+            return {"moves": [], "kept": kept, "priced": len(movable)}
+        # the jobs that cannot repay a move keep their GPUs and leave the search (the simulator's movers scope)
+        inst = self._decision_instance(
+            tuple(j for j in inst.jobs if j.id in search), {**others, **{j: movable[j] for j in stay}}, belief
+        )
+        sol = solve(
+            inst,
+            self.config.method,
+            time_limit_s=self.config.decision_time_limit_s,
+            seed=self.config.seed,
+            previous=search,
+            restart_cost={j: price[j] for j in search},
+            clock=self.config.decision_clock,
+            prove=False,
+        )
+        moves = []
+        for jid, before in sorted(search.items()):
+            after = sol.assignment.get(jid)
+            if after is None or dict(after) == before:
+                continue
+            saving = was[jid] - sol.jobs[jid].expected_iteration_ms
+            moves.append(
+                {
+                    "job": jid,
+                    "from": before,
+                    "to": dict(after),
+                    "expected_iteration_ms_now": was[jid],
+                    "expected_iteration_ms_after": sol.jobs[jid].expected_iteration_ms,
+                    "iterations_left": left[jid],
+                    "price_ms_per_iteration": price[jid],
+                    "repaid_alone": saving >= price[jid],
+                }
+            )
+        return {"moves": moves, "kept": kept, "priced": len(movable)}
+
+    def move(self, job_id: str, to: Any) -> dict[str, Any]:
+        """Apply a move: running job ``job_id`` now holds ``to`` ({server: workers}, the same
+        number of workers) instead of what it held; refused if that would give a GPU twice."""
+        if (
+            not isinstance(to, Mapping)
+            or not to
+            or not all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in to.values())
+        ):
+            raise InvalidInputError(["to must be an object {server: workers} of positive integers"])
+        unknown = [sid for sid in to if sid not in self.cluster.server_by_id]
+        if unknown:
+            raise InvalidInputError([f"to.{sid} is not a server of the cluster" for sid in unknown])
+        with self.lock, self.store.write() as conn:
+            self.store.decision_lock(conn)
+            self._expire(conn, self.clock())
+            state = conn.execute(sa.select(jobs.c.state).where(jobs.c.id == job_id)).scalar_one_or_none()
+            if state is None:
+                raise NotFound(f"no job {job_id!r}")
+            if state != "running":
+                raise Conflict(f"job {job_id!r} is {state}; only a running job moves")
+            now_held = self.store.held(conn).get(job_id, {})
+            if sum(to.values()) != sum(now_held.values()):
+                raise InvalidInputError(
+                    [f"to places {sum(to.values())} workers; job {job_id!r} has {sum(now_held.values())}"]
+                )
+            conn.execute(holdings.delete().where(holdings.c.job_id == job_id))
+            conn.execute(
+                holdings.insert(), [{"job_id": job_id, "server": sid, "workers": int(k)} for sid, k in to.items()]
+            )
+            self._bump(conn)
+            try:
+                self._check_holdings_fit(conn, self.cluster)
+            except InvalidInputError as e:  # rolls the move back
+                raise Conflict("; ".join(e.problems)) from None
+        return {"job": job_id, "state": "running", "holds": dict(to)}
 
     def state(self) -> dict[str, Any]:
         """The held GPUs as one ``assignment`` (reserved and running), each job's state, the

@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from placement.evaluation import evaluate
 from placement.evaluation.bounds import job_lower_bound
+from placement.model.records import Instance
 from placement.problem.reuse import share_derived
 from placement.simulation.config import SimulationError
 from placement.simulation.policy import Policy
@@ -27,7 +30,38 @@ from placement.simulation.running import (
 from placement.simulation.workload import TraceJob
 from placement.solving.driver import solve
 
-__all__ = ["Replanning"]
+__all__ = ["Replanning", "amortized_prices"]
+
+
+def amortized_prices(
+    inst: Instance,
+    running: Mapping[str, Mapping[str, int]],
+    left: Mapping[str, int],
+    restart_s: float,
+    margin: float,
+    shards: Mapping[str, Mapping[str, int]] | None = None,
+    stages: Mapping[str, Any] | None = None,
+) -> tuple[dict[str, float], set[str], dict[str, float]]:
+    """The priced re-plan's rule (DESIGN.md, "Priced re-planning"), one home for the simulator
+    and ``placement serve``: each running job of ``inst`` (placed as ``running``, ``left``
+    iterations to go) pays, if it moves, its restart spread over what it has left,
+    ``w 1000 restart_s / R`` ms, plus ``margin`` of its expected iteration time now (a move must
+    also beat what the estimates cannot tell apart).  Returns those prices, the jobs that can
+    never repay a move of their own (their expected time now is within their price of their
+    lower bound with every GPU their own), and each job's expected iteration time now."""
+    now_ms = evaluate(inst, running, shards or {}, stages or {})
+    restart: dict[str, float] = {}
+    stay: set[str] = set()
+    for jid in running:
+        job = inst.job_by_id[jid]
+        restart[jid] = job.weight * 1000.0 * restart_s / left[jid]
+        rep = now_ms.jobs.get(jid)
+        if rep is None:
+            continue
+        restart[jid] += job.weight * margin * rep.expected_iteration_ms
+        if job.weight * (rep.expected_iteration_ms - job_lower_bound(inst, inst.job_pos[jid])) <= restart[jid]:
+            stay.add(jid)
+    return restart, stay, {j: rep.expected_iteration_ms for j, rep in now_ms.jobs.items()}
 
 
 class Replanning(Policy):
@@ -110,26 +144,17 @@ class Replanning(Policy):
         ids = self.server_ids
         if price == "amortized":  # per-iteration times; a move's restart spread over what is left
             inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
-            restart = {r.tj.id: r.tj.weight * 1000.0 * self.cfg.restart_s / left[r.tj.id] for r in runs}
             w0 = time.perf_counter()
-            now_ms = evaluate(
+            restart, stay, was_ms = amortized_prices(
                 inst,
                 {r.tj.id: {ids[sp]: k for sp, k in r.alloc.items()} for r in runs},
+                left,
+                self.cfg.restart_s,
+                self.cfg.margin(queued=bool(self.queue)),
                 {r.tj.id: {ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
                 {r.tj.id: tuple(tuple(ids[sp] for sp in row) for row in r.stages) for r in runs if r.stages},
             )
-            pinned: list[Running] = []  # can never repay a move of their own
-            margin = self.cfg.margin(queued=bool(self.queue))
-            for r in runs:
-                rep = now_ms.jobs.get(r.tj.id)
-                if rep is None:
-                    continue
-                # a move must also beat the estimates' resolution
-                restart[r.tj.id] += r.tj.weight * margin * rep.expected_iteration_ms
-                floor = job_lower_bound(inst, inst.job_pos[r.tj.id])
-                if r.tj.weight * (rep.expected_iteration_ms - floor) <= restart[r.tj.id]:
-                    pinned.append(r)
-            was_ms = {j: rep.expected_iteration_ms for j, rep in now_ms.jobs.items()}
+            pinned: list[Running] = [r for r in runs if r.tj.id in stay]  # can never repay a move of their own
             self.replan_seen += len(runs)
             if len(pinned) == len(runs) and not offer:
                 # no job could repay its move even with every GPU its own: staying is optimal

@@ -122,6 +122,7 @@ shaped = st.fixed_dictionaries(
             "/v1/jobs/a/release",
             "/v1/gangs",
             "/scheduler/filter",
+            "/v1/jobs/a/move",
             "/scheduler/prioritize",
         ]
     ),

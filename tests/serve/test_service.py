@@ -149,3 +149,47 @@ def test_a_restart_finds_what_was_acknowledged_and_refuses_a_cluster_it_does_not
     assert Service(Store.open(path), None, clock=clock).state()["assignment"] == out["assignment"]
     with pytest.raises(InvalidInputError, match="no cluster"):
         Service(Store.open(tmp_path / "empty.db"), None, clock=clock)
+
+
+def test_replan_proposes_the_moves_that_repay_their_restart_and_a_move_is_applied(tmp_path, clock):
+    """A long job on a server the rows show slow is moved (its saving repays 300 s spread over
+    what it has left); a nearly finished one and one without iterations stay; applying a move
+    changes the holdings, and a move that would give a GPU twice is refused."""
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), clock=clock)
+    out = svc.place({"jobs": [job("long", 4, iterations=100_000), job("short", 2, iterations=50), job("free", 1)]})
+    for j in out["assignment"]:
+        svc.start(j)
+    (slow,) = out["assignment"]["long"]
+    fast = {"s0": "s1", "s1": "s0"}[slow]
+    rows = rows_where_slow(slow, fast)
+    # each job's progress: one row at its latest iteration (a single worker's row says nothing of a server)
+    rows += [{"job": "long", "worker": 0, "server": slow, "iteration": 40, "duration": 1.0}]
+    rows += [
+        {
+            "job": "short",
+            "worker": 0,
+            "server": next(iter(out["assignment"]["short"])),
+            "iteration": 45,
+            "duration": 1.0,
+        }
+    ]
+    svc.ingest(rows)
+    svc.refit()
+    plan = svc.replan()
+    (move,) = plan["moves"]
+    assert move["job"] == "long" and move["from"] == {slow: 4} and move["to"] == {fast: 4}
+    assert move["iterations_left"] == 100_000 - 41 and move["repaid_alone"]
+    assert move["expected_iteration_ms_now"] - move["expected_iteration_ms_after"] > move["price_ms_per_iteration"]
+    assert "no iterations" in plan["kept"]["free"]
+    assert plan["kept"]["short"].startswith("cannot repay")  # 4 iterations left: 75 s each to repay
+    with pytest.raises(InvalidInputError, match="4"):
+        svc.move("long", {fast: 3})
+    svc.release("short")
+    assert svc.move("long", {fast: 4}) == {"job": "long", "state": "running", "holds": {fast: 4}}
+    assert svc.state()["assignment"]["long"] == {fast: 4}
+    with pytest.raises(Conflict, match="only a running job"):
+        svc.move("short", {slow: 2})
+    svc.place({"jobs": [job("filler", 8)]})  # fills the slow server
+    with pytest.raises(Conflict):
+        svc.move("long", {slow: 4})
+    assert svc.state()["assignment"]["long"] == {fast: 4}  # refused: nothing changed
