@@ -41,6 +41,20 @@ from placement.simulation.config import DECISION_TIME_LIMIT_S
     help="Refit the estimates from the pushed rows this often.",
 )
 @click.option(
+    "--restart-s",
+    type=click.FloatRange(min=0, max=86400),
+    default=300.0,
+    show_default=True,
+    help="Seconds a moved job loses: what a move proposed by GET /v1/replan must repay.",
+)
+@click.option(
+    "--move-margin",
+    type=click.FloatRange(min=0, max=1),
+    default=0.05,
+    show_default=True,
+    help="A proposed move must also beat this share of the job's expected iteration time.",
+)
+@click.option(
     "--kubernetes",
     is_flag=True,
     help="The scheduler extender reads each gang's size from its PodGroup (scheduler-plugins or Volcano) "
@@ -77,6 +91,8 @@ def serve(
     decision_time_limit: float,
     reservation_s: float,
     refit_every_s: float,
+    restart_s: float,
+    move_margin: float,
     kubernetes: bool,
     prometheus_url: str | None,
     prometheus_hosts: str | None,
@@ -110,6 +126,8 @@ def serve(
         decision_time_limit_s=decision_time_limit,
         reservation_s=reservation_s,
         refit_every_s=refit_every_s,
+        restart_s=restart_s,
+        move_margin=move_margin,
         seed=seed,
     )
     where = state or DEFAULT_STATE
