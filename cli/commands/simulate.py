@@ -96,8 +96,8 @@ from placement.solving.budget import CLOCKS
     help="Queue policy (who runs; the method decides where): fifo (arrival order, a job that does not fit is "
     "skipped: backfill), fifo-strict (the head blocks), sjf (shortest straggler-free run first), srtf (preemptive: "
     "least believed remaining time), las (preemptive: least attained GPU-seconds), tiresias (2D-LAS, thresholds "
-    "3,250 and 7,200 GPU-s), gavel (max-min fairness in rounds of 360 s). A preempted job keeps its progress and "
-    "pays --restart-s when it resumes.",
+    "3,250 and 7,200 GPU-s), gavel (max-min fairness in rounds of 360 s), replay (another run's start times, "
+    "--replay-starts: a reference). A preempted job keeps its progress and pays --restart-s when it resumes.",
 )
 @click.option(
     "--starvation",
