@@ -199,6 +199,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "queue": "replay",
         "replay_of": "proactive",
     },
+    # the same on oracle knowledge's starts (the reference bounds each knowledge on its own starts)
+    "clairvoyant-replay-oracle": {
+        "method": "auto",
+        "knowledge": "clairvoyant",
+        **REPLAN,
+        "restart_s": 0.0,
+        "patience": 0.0,
+        "queue": "replay",
+        "replay_of": "oracle",
+    },
 }
 LADDER: tuple[str, ...] = (
     "consolidate",
@@ -536,7 +546,7 @@ def _size_table(cell: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-GRID_REFERENCES = ("consolidate", "consolidate-none", "clairvoyant", "clairvoyant-replay")
+GRID_REFERENCES = ("consolidate", "consolidate-none", "clairvoyant", "clairvoyant-replay", "clairvoyant-replay-oracle")
 """The grid's references; every other configuration run on it is a candidate (a set of
 defaults) judged by its worst cell."""
 
