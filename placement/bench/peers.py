@@ -25,13 +25,12 @@ from placement.bench.online import (
     CONFIGS,
     GRID,
     PROACTIVE,
-    _ci,
-    _mean,
     _metric,
     bootstrap_mean,
     paired_change,
     run_cells,
 )
+from placement.bench.online_report import _ci, _mean
 from placement.simulation.config import DECISION_TIME_LIMIT_S
 
 __all__ = ["PEERS", "PEER_CELLS", "peer_configs", "bench_peers"]

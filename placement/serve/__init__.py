@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from placement.model.records import Instance
-    from placement.serve.service import ServeConfig
+    from placement.serve.config import ServeConfig
     from placement.serve.telemetry import Prometheus
 
 __all__ = ["serve", "create_app", "Service", "ServeConfig", "Store", "DEFAULT_STATE"]
@@ -47,10 +47,14 @@ def __getattr__(name: str) -> Any:
         from placement.serve.app import create_app
 
         return create_app
-    if name in ("Service", "ServeConfig"):
-        from placement.serve import service
+    if name == "Service":
+        from placement.serve.service import Service
 
-        return getattr(service, name)
+        return Service
+    if name == "ServeConfig":
+        from placement.serve.config import ServeConfig
+
+        return ServeConfig
     if name == "Store":
         from placement.serve.store import Store
 

@@ -23,8 +23,9 @@ except ImportError as e:  # the serve extra is not installed
     raise ImportError(f"{e.name} is missing: pip install 'placement[serve]'") from e
 
 from placement.errors import InvalidInputError
+from placement.serve.config import Conflict, NotFound
 from placement.serve.extender import Extender, PodGroups
-from placement.serve.service import Conflict, NotFound, Service
+from placement.serve.service import Service
 from placement.serve.telemetry import TelemetryError
 
 __all__ = ["create_app", "PlaceRequest"]
@@ -81,6 +82,7 @@ class GangRequest(BaseModel):
 class MoveRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     to: dict[str, int] = Field(description="{server: workers}: where the job runs after the move")
+    stages: list[list[str]] | None = Field(None, description="A hybrid job's new stage matrix (pp rows of dp servers)")
 
 
 class Placed(BaseModel):
@@ -240,7 +242,7 @@ def create_app(service: Service, podgroups: PodGroups | None = None) -> FastAPI:
 
     @app.post("/v1/jobs/{job_id:path}/move", responses=errors, summary="Apply a move: the job now holds `to`")
     def move(job_id: str, body: MoveRequest) -> dict[str, Any]:
-        return service.move(job_id, body.to)
+        return service.move(job_id, body.to, body.stages)
 
     @app.get("/v1/state", summary="Held GPUs (one assignment), jobs, free GPUs, estimates and their age")
     def state() -> dict[str, Any]:

@@ -36,7 +36,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from placement.errors import InvalidInputError
-from placement.serve.service import Conflict, Service, gang_job
+from placement.serve.config import Conflict, gang_job
+from placement.serve.service import Service
 
 try:
     import sqlalchemy as sa

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from placement.integrations.slurm.pending import ENDED, STARTED, SlurmJob, read_squeue_json, update_argv
-from placement.serve.service import gang_job
+from placement.serve.config import gang_job
 
 __all__ = ["sync", "job_id_of", "run_slurm"]
 

@@ -34,7 +34,7 @@ def test_methods_prints_one_row_per_method_with_its_ratio_to_the_best(capsys):
 
 
 def test_gaps_on_the_family_prints_each_member_s_gap_and_the_median(tmp_path, capsys):
-    from placement.bench.benchmarks import bench_gaps_family
+    from placement.bench.gaps import bench_gaps_family
 
     lines = bench_gaps_family([2.0], tmp_path, members=1, grace_s=120)  # a 9,000-server member: loading takes seconds
     rows = [ln for ln in lines if ln.startswith("| family-00")]

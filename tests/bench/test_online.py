@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from placement.bench import online
+from placement.bench import online, online_report
 from placement.bench.online import Cell, bench_online, bootstrap_mean, paired_change
 
 
@@ -117,7 +117,7 @@ def test_the_grid_table_names_each_candidates_worst_cell():
     # cand removes half of consolidation's inflation in grid-a (paired, per seed)
     assert a["consolidation_inflation_removed"]["cand"][0] == pytest.approx(0.5)
     assert a["vs_consolidation"]["cand"]["avg_jct_s"][0] == pytest.approx(((90 / 100) + (100 / 110)) / 2 - 1)
-    text = online.grid_table(res)
+    text = online_report.grid_table(res)
     assert text.count("\n| grid-") == 2
     (worst,) = [line for line in text.splitlines() if line.startswith("- `cand`")]
     assert "mean JCT / consolidation's, upper end of the interval +10.0% (grid-b)" in worst
@@ -170,7 +170,7 @@ def test_the_grid_reports_each_candidates_own_inflation_and_the_replay_reference
     )
     assert cell["own_inflation"]["cand"][0] == pytest.approx((0.05 + 0.10) / 2)
     assert cell["own_inflation"]["consolidate"][0] == pytest.approx((0.10 + 0.20) / 2)
-    text = online.grid_table({"cells": {"grid-x": cell}})
+    text = online_report.grid_table({"cells": {"grid-x": cell}})
     assert "| cand: mean | p99 | removed | own inflation |" in text and "cand-none: mean" not in text
     assert "clairvoyant-replay: mean" not in text  # a reference, not a candidate
     (worst,) = [line for line in text.splitlines() if line.startswith("- `cand`")]

@@ -193,3 +193,17 @@ def test_replan_proposes_the_moves_that_repay_their_restart_and_a_move_is_applie
     with pytest.raises(Conflict):
         svc.move("long", {slow: 4})
     assert svc.state()["assignment"]["long"] == {fast: 4}  # refused: nothing changed
+
+
+def test_a_move_is_checked_by_the_validator(tmp_path, clock):
+    """A move that breaks the job's own limits (here ``max_servers``) is refused naming the
+    rule, and the holdings stay; one that keeps them is applied."""
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), clock=clock)
+    out = svc.place({"jobs": [job("a", 4, max_servers=1)]})
+    svc.start("a")
+    (here,) = out["assignment"]["a"]
+    there = {"s0": "s1", "s1": "s0"}[here]
+    with pytest.raises(InvalidInputError, match="max_servers"):
+        svc.move("a", {here: 2, there: 2})
+    assert svc.state()["assignment"]["a"] == {here: 4}
+    assert svc.move("a", {there: 4})["holds"] == {there: 4}

@@ -1,17 +1,18 @@
 """A private PostgreSQL server for a test: Debian's binaries (``.ci/run`` installs them), a
-fresh cluster in a temporary folder on a free port, started and stopped by its own data folder
-(so only what the test started is stopped).  As root, it runs as the ``postgres`` user, since
+fresh cluster in a temporary folder on a free loopback port, stopped by its pid (the
+``postmaster.pid`` of its own data folder).  As root, it runs as the ``postgres`` user, since
 ``initdb`` refuses root."""
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -52,8 +53,22 @@ class Server:
         opts = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=on"
         self._run("pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.folder / "log"), "-w", "start")
 
-    def stop(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop the server this object started, by its pid (``postmaster.pid`` of its own data
+        folder): SIGINT is PostgreSQL's fast shutdown."""
+        pidfile = self.data / "postmaster.pid"
+        if not pidfile.exists():
+            return
+        pid = int(pidfile.read_text().split()[0])
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
 
 
 @contextmanager
@@ -73,6 +88,5 @@ def postgres_server():
     try:
         yield server
     finally:
-        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped by the test
-            server.stop()
+        server.stop()  # unless the test stopped it already
         shutil.rmtree(folder, ignore_errors=True)
