@@ -21,6 +21,7 @@ __all__ = [
     "INSTANCE_FORMAT",
     "instance_from_dict",
     "instance_to_dict",
+    "job_to_dict",
     "load_instance",
     "dump_instance",
     "checked",
@@ -375,6 +376,33 @@ def _slowdown_dict(s: Slowdown) -> dict[str, Any]:
     return {"values": list(s.values), "probs": list(s.probs)}
 
 
+def job_to_dict(j: Job) -> dict[str, Any]:
+    """A job's object in the ``placement-instance/1`` format (lossless)."""
+    d: dict[str, Any] = {"id": j.id, "workers": j.workers, "compute_ms": j.compute_ms, "gradient_mb": j.gradient_mb}
+    if j.iterations is not None:
+        d["iterations"] = j.iterations
+    if j.weight != 1.0:
+        d["weight"] = j.weight
+    for key in ("cpus_per_worker", "memory_gb_per_worker", "max_servers", "deadline_s"):
+        if getattr(j, key) is not None:
+            d[key] = getattr(j, key)
+    if j.is_ps:
+        d["architecture"] = "ps"
+        for key in ("ps_shards", "ps_cpus", "ps_memory_gb"):
+            if getattr(j, key) is not None:
+                d[key] = getattr(j, key)
+    if j.is_hybrid:
+        d["architecture"] = "hybrid"
+        d.update(tp=j.tp, pp=j.pp, dp=j.dp, microbatches=j.microbatches, activation_mb=j.activation_mb)
+    if j.gpu_speed is not None:
+        d["gpu_speed"] = dict(j.gpu_speed)
+    if j.allowed_servers is not None:
+        d["allowed_servers"] = list(j.allowed_servers)
+    if j.slowdown:
+        d["slowdown"] = {k: (_slowdown_dict(v) if isinstance(v, Slowdown) else list(v)) for k, v in j.slowdown.items()}
+    return d
+
+
 def instance_to_dict(inst: Instance) -> dict[str, Any]:
     """The ``placement-instance/1`` document of ``inst`` (lossless)."""
     nodes: list[dict[str, Any]] = []
@@ -396,33 +424,7 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             n["slowdown"] = _slowdown_dict(s.slowdown)
         nodes.append(n)
     nodes += [{"id": w.id, "kind": "switch"} for w in inst.switches]
-    jobs = []
-    for j in inst.jobs:
-        d: dict[str, Any] = {"id": j.id, "workers": j.workers, "compute_ms": j.compute_ms, "gradient_mb": j.gradient_mb}
-        if j.iterations is not None:
-            d["iterations"] = j.iterations
-        if j.weight != 1.0:
-            d["weight"] = j.weight
-        for key in ("cpus_per_worker", "memory_gb_per_worker", "max_servers", "deadline_s"):
-            if getattr(j, key) is not None:
-                d[key] = getattr(j, key)
-        if j.is_ps:
-            d["architecture"] = "ps"
-            for key in ("ps_shards", "ps_cpus", "ps_memory_gb"):
-                if getattr(j, key) is not None:
-                    d[key] = getattr(j, key)
-        if j.is_hybrid:
-            d["architecture"] = "hybrid"
-            d.update(tp=j.tp, pp=j.pp, dp=j.dp, microbatches=j.microbatches, activation_mb=j.activation_mb)
-        if j.gpu_speed is not None:
-            d["gpu_speed"] = dict(j.gpu_speed)
-        if j.allowed_servers is not None:
-            d["allowed_servers"] = list(j.allowed_servers)
-        if j.slowdown:
-            d["slowdown"] = {
-                k: (_slowdown_dict(v) if isinstance(v, Slowdown) else list(v)) for k, v in j.slowdown.items()
-            }
-        jobs.append(d)
+    jobs = [job_to_dict(j) for j in inst.jobs]
     out: dict[str, Any] = {
         "format": INSTANCE_FORMAT,
         "name": inst.name,

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
-from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, bin_index, estimate_from_ratios
+from placement.estimate.logs import bin_index
 from placement.model.records import Instance, Slowdown
 from placement.problem.topology import cluster_of
 from placement.simulation.belief import Belief
@@ -45,10 +45,11 @@ from placement.simulation.config import (
     SimResult,
     SimulationError,
 )
+from placement.simulation.decisions import Floors, refit_belief
 from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
-from placement.simulation.forecast import LOOK_WEIGHT_FIRST, fit_forecaster, server_looks
+from placement.simulation.forecast import server_looks
 from placement.simulation.metrics import summarise
-from placement.simulation.observations import LOG_KEYS, IterationLog
+from placement.simulation.observations import LOG_KEYS, DecisionLog, IterationLog
 from placement.simulation.queues import QUEUES as QUEUE_POLICIES
 from placement.simulation.replanning import Replanning
 from placement.simulation.running import (
@@ -93,8 +94,10 @@ class _Simulation(Replanning):
         cfg: SimConfig,
         progress: Callable[[float, int, int], None] | None,
         log_path: str | None = None,
+        decisions_path: str | None = None,
     ) -> None:
         self.cluster = cluster
+        self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg
         self.jobs = list(workload.jobs)
         self.job_code = {j.id: k for k, j in enumerate(self.jobs)}
@@ -178,8 +181,7 @@ class _Simulation(Replanning):
         self.wake: dict[str, float] = {}
         self.held_room: dict[str, tuple[int, int]] = {}
         self.waited: set[str] = set()
-        self.floors: dict[str, float] = {}
-        self.blank: Instance | None = None
+        self.floors = Floors(cluster)
         self.restart_gpu_s = 0.0
         """GPU-seconds moved jobs stood idle restarting."""
         self.busy_gpu_s = 0.0
@@ -214,6 +216,8 @@ class _Simulation(Replanning):
             return self._run()
         finally:
             self.logs.close()
+            if self.decisions is not None:
+                self.decisions.close()
 
     def _run(self) -> SimResult:
         wall0 = time.perf_counter()
@@ -427,12 +431,16 @@ class _Simulation(Replanning):
 
     def _finish(self, r: Running) -> None:
         self._stop(r)
+        if self.decisions is not None:
+            self.decisions.write({"kind": "finish", "t": self.now, "job": r.tj.id})
         self.done.append(finished_row(r, self.now, self.server_ids))
 
     def _preempt(self, r: Running) -> None:
         """The queue policy preempts ``r``: it keeps its progress (checkpointed) and waits in
         the queue to resume, paying ``restart_s`` then."""
         self._stop(r)
+        if self.decisions is not None:
+            self.decisions.write({"kind": "preempt", "t": self.now, "job": r.tj.id})
         r.version += 1  # its completion is void
         cut = max(0.0, r.paused_until - self.now)  # a restart it will not finish is not charged
         r.pause_s -= cut
@@ -489,41 +497,22 @@ class _Simulation(Replanning):
 
     def _refit(self) -> None:
         self.stale = False
-        lg = self.logs.window()
         kept = None
         if self.detector is not None:  # forget what a server showed before its law changed
             kept = self.detector.kept([c["server"] for _, c in self.logs.chunks])
-        forecasting = self.cfg.plan_by == "forecast"
-        # forecasts: each server's long-run law (every look weighs the same) and its last look
-        half_life, weights, strength = HALF_LIFE, None, PRIOR_STRENGTH
-        if forecasting:
-            # every look weighs the same (the law is the long run's), a look through several
-            # workers counts once, and looks count as the independent observations they are
-            half_life, strength = math.inf, EMPIRICAL
-            per_look = [1.0 / np.bincount(c["server"])[c["server"]] for _, c in self.logs.chunks]
-            was = self.belief.forecaster
-            weights = np.concatenate(per_look) * (
-                was.look_weight(self.cfg.estimate_every_s) if was is not None else LOOK_WEIGHT_FIRST
-            )
-        if kept is not None:
-            weights = kept if weights is None else weights * kept
-        est, _ = estimate_from_ratios(
-            lg["job"],
-            lg["server"],
-            lg["iteration"],
-            lg["ratio"],
-            servers=range(self.n),
-            half_life=half_life,
-            weights=weights,
-            prior_strength=strength,
+        laws, forecaster = refit_belief(
+            list(self.logs.chunks),
+            self.now,
+            self.server_ids,
+            plan_by=self.cfg.plan_by,
+            estimate_every_s=self.cfg.estimate_every_s,
+            previous=self.belief.forecaster,
+            kept=kept,
         )
-        laws = {self.server_ids[sp]: e.slowdown for sp, e in est.items()}
-        forecaster = None
-        if forecasting:
-            looks = [(t, c["server"], c["ratio"]) for t, c in self.logs.chunks]
-            forecaster = fit_forecaster(looks, self.now, laws, self.server_ids)
         self.belief.update(laws, forecaster)
         self.template = None
+        if self.decisions is not None:
+            self.decisions.write({"kind": "refit", "t": self.now})
 
     # ----------------------------------------------------------- result
     def _result(self, wall: float) -> SimResult:
@@ -573,13 +562,15 @@ def simulate(
     *,
     progress: Callable[[float, int, int], None] | None = None,
     log_path: str | None = None,
+    decisions_path: str | None = None,
     **options: Any,
 ) -> SimResult:
     """Run one configuration (``config``, or :class:`SimConfig` keyword options) of the
     trace ``workload`` on ``cluster`` (a ``placement-instance/1``; its jobs are ignored).
     With ``knowledge="estimated"`` and a ``log_path``, every per-worker iteration the
     scheduler observed is written there (``job, worker, server, iteration, duration, time_s``:
-    what ``placement estimate --logs`` reads).
+    what ``placement estimate --logs`` reads).  With a ``decisions_path``, every decision is
+    written there (:class:`~placement.simulation.observations.DecisionLog`).
 
     >>> from placement.instances import load_bundled
     >>> from placement.simulation.workload import TraceJob, Workload
@@ -591,4 +582,4 @@ def simulate(
     cfg = config if config is not None else SimConfig(**options)
     if config is not None and options:
         cfg = dataclasses.replace(config, **options)
-    return _Simulation(cluster.replace(jobs=()), workload, cfg, progress, log_path).run()
+    return _Simulation(cluster.replace(jobs=()), workload, cfg, progress, log_path, decisions_path).run()

@@ -5,13 +5,14 @@ kept as array chunks (one per estimate tick) and, when asked, written to a CSV i
 from __future__ import annotations
 
 import csv
+import json
 from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["LOG_KEYS", "IterationLog"]
+__all__ = ["LOG_KEYS", "IterationLog", "DecisionLog"]
 
 LOG_KEYS = ("job", "worker", "server", "iteration", "duration", "ratio")
 """Columns of a chunk: job and server by code (position), the worker's iteration time and
@@ -75,3 +76,21 @@ class IterationLog:
         lg["job"] = [self.job_ids[j] for j in lg["job"]]
         lg["server"] = [self.server_ids[sp] for sp in lg["server"]]
         return lg
+
+
+class DecisionLog:
+    """Every decision the scheduler made, one JSON object a line (``kind``, ``t`` and what it
+    decided): what ``tests/serve/test_parity.py`` replays through ``placement serve``, and a
+    record to read when a run surprises.  Kinds: ``place`` (the jobs offered, in the
+    instance format, the free GPUs, and what was placed, waits and started), ``refit``,
+    ``replan`` (the running jobs' iterations left, whether jobs waited, the moves), ``finish``
+    and ``preempt``."""
+
+    def __init__(self, path: str) -> None:
+        self.file = open(path, "w")  # noqa: SIM115 - closed by close()
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        self.file.close()

@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from placement.evaluation.bounds import job_lower_bound
-from placement.model.records import Instance, Server, Slowdown
-from placement.model.tolerances import TIE_RTOL
-from placement.problem.reuse import share_derived
+from placement.formats.instance import job_to_dict
+from placement.model.records import Instance, Slowdown
 from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
+from placement.simulation.decisions import Floors, believed_job, decision_instance, waits_until
 from placement.simulation.dynamics import Dynamics
+from placement.simulation.observations import DecisionLog
 from placement.simulation.queues import Candidate, QueuePolicy
 from placement.simulation.running import (
     Running,
@@ -82,8 +82,8 @@ class Policy:
     """The free GPUs' shape (:meth:`_room`) when each waiting job was last held."""
     waited: set[str]
     """The jobs that waited at least once (patience)."""
-    floors: dict[str, float]
-    blank: Instance | None
+    floors: Floors
+    decisions: DecisionLog | None
 
     def _running(
         self,
@@ -123,36 +123,22 @@ class Policy:
         if self.stale:
             self._refit()
         left = remaining or {}
-        scen = self.belief.scenarios
-        inst = Instance(
+        believed = [
+            believed_job(problem_job(j, iterations=left.get(j.id, j.iterations), weight=j.weight), self.belief)
+            for j in jobs
+        ]
+        inst = decision_instance(
+            self.cluster,
+            self.belief,
+            free,
+            believed,
             name=f"{self.cluster.name}@{self.now:.0f}s",
-            servers=self._believed_servers(free),
-            jobs=tuple(
-                problem_job(
-                    j,
-                    iterations=left.get(j.id, j.iterations),
-                    weight=j.weight,
-                    slowdown=self.belief.overrides(left.get(j.id, j.iterations) * j.compute_ms / 1000.0),
-                )
-                for j in jobs
-            ),
-            switches=self.cluster.switches,
-            links=self.cluster.links,
-            scenarios=scen,
             objective=objective or self.cfg.objective,
-            admission="best_effort",
+            template=self.template,
         )
         if self.template is None:
             self.template = inst
-        else:
-            share_derived(inst, self.template)
         return inst
-
-    def _believed_servers(self, free: np.ndarray) -> tuple[Server, ...]:
-        """The believed servers with ``free`` GPUs each."""
-        return tuple(
-            dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(self.belief.servers)
-        )
 
     def _forecast(self, horizon_s: float) -> Mapping[str, Slowdown]:
         """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
@@ -330,6 +316,20 @@ class Policy:
                     self._start(r)
         started = placed - held
         self.queue = [j for j in self.queue if j.id not in started]
+        if self.decisions is not None:
+            self.decisions.write(
+                {
+                    "kind": "place",
+                    "t": self.now,
+                    "jobs": [job_to_dict(dataclasses.replace(j, slowdown={})) for j in inst.jobs],
+                    "free": {sid: int(k) for sid, k in zip(self.server_ids, free) if k},
+                    "placed": {j: dict(sol.assignment[j]) for j in sorted(placed)},
+                    "shards": {j: dict(sol.shards[j]) for j in sorted(placed) if j in sol.shards},
+                    "stages": {j: [list(r) for r in sol.stages[j]] for j in sorted(placed) if j in sol.stages},
+                    "waits": sorted(held),
+                    "running": len(self.running),
+                }
+            )
         return held, len(started), len(offer)
 
     def _room(self) -> tuple[int, int]:
@@ -356,10 +356,9 @@ class Policy:
         if self.cfg.wait_factor <= 0 or not self.running or self.policy.preemptive:
             self._done_waiting(tj.id)
             return False
-        extra_s = tj.iterations * (r.ideal_ms - self._ideal_floor_ms(tj)) / 1000.0
         first = self.first_offer.setdefault(tj.id, self.now)
-        until = first + self.cfg.wait_factor * extra_s
-        if extra_s <= TIE_RTOL * tj.iterations * r.ideal_ms / 1000.0 or self.now >= until:
+        until = waits_until(first, self.cfg.wait_factor, tj.iterations, r.ideal_ms, self.floors(tj))
+        if until is None or self.now >= until:
             self._done_waiting(tj.id)
             return False
         pending = self.wake.get(tj.id, -math.inf)
@@ -372,19 +371,3 @@ class Policy:
     def _done_waiting(self, jid: str) -> None:
         for d in (self.first_offer, self.wake, self.held_room):
             d.pop(jid, None)
-
-    def _ideal_floor_ms(self, tj: TraceJob) -> float:
-        """``tj``'s least straggler-free iteration time on the idle cluster (a lower bound,
-        :func:`job_lower_bound` with every slowdown 1 and every GPU the cluster offers free),
-        cached by the job's shape."""
-        # the job less what does not shape its placement (so new shape fields count too)
-        key = repr(dataclasses.replace(tj, id="", submit_s=0.0, iterations=1, model="", weight=1.0, deadline_s=None))
-        floor = self.floors.get(key)
-        if floor is None:
-            if self.blank is None:
-                servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
-                self.blank = self.cluster.replace(servers=servers, jobs=(), scenarios=None)
-            inst = self.blank.replace(jobs=(problem_job(tj, iterations=1),))
-            share_derived(inst, self.blank)
-            floor = self.floors[key] = job_lower_bound(inst, 0)
-        return floor

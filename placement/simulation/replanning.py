@@ -7,19 +7,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from placement.evaluation import evaluate
 from placement.evaluation.bounds import job_lower_bound
-from placement.model.records import Instance
+from placement.model.records import Instance, Solution
 from placement.problem.reuse import share_derived
 from placement.simulation.config import SimulationError
 from placement.simulation.policy import Policy
 from placement.simulation.running import (
-    Running,
     advance,
     held_row,
     iteration_ms,
@@ -30,7 +29,7 @@ from placement.simulation.running import (
 from placement.simulation.workload import TraceJob
 from placement.solving.driver import solve
 
-__all__ = ["Replanning", "amortized_prices"]
+__all__ = ["Replanning", "amortized_prices", "Mover", "Priced", "price_movers", "search_moves"]
 
 
 def amortized_prices(
@@ -62,6 +61,131 @@ def amortized_prices(
         if job.weight * (rep.expected_iteration_ms - job_lower_bound(inst, inst.job_pos[jid])) <= restart[jid]:
             stay.add(jid)
     return restart, stay, {j: rep.expected_iteration_ms for j, rep in now_ms.jobs.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Mover:
+    """A running job a re-plan may move: where it runs (server id -> workers, shards) and a
+    hybrid job's stage matrix (server ids)."""
+
+    id: str
+    alloc: Mapping[str, int]
+    shards: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    stages: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclasses.dataclass
+class Priced:
+    """The priced re-plan's search (:func:`price_movers`): its instance, the jobs it may
+    move and their prices; ``settled`` when no job could repay a move (staying is optimal)."""
+
+    instance: Instance
+    movers: list[Mover]
+    restart: dict[str, float]
+    was_ms: dict[str, float]
+    pinned: int
+    settled: bool
+
+
+def price_movers(
+    inst: Instance,
+    movers: Sequence[Mover],
+    left: Mapping[str, int],
+    free_now: Sequence[int] | np.ndarray,
+    *,
+    restart_s: float,
+    margin: float,
+    scope: str,
+    offered: bool = False,
+    template: Instance | None = None,
+) -> Priced:
+    """The ``amortized`` re-plan's search, one home for the simulator and ``placement serve``:
+    ``inst`` holds the running jobs of ``movers`` (``left`` iterations to go) and any queued
+    jobs ``offered`` on servers whose free GPUs count the movers' own.  Each job is priced
+    (:func:`amortized_prices`); when none could repay a move and nothing is offered the re-plan
+    is ``settled``.  Otherwise the jobs that cannot repay a move of their own (a positive
+    price) keep their GPUs and leave the search (``scope="movers"``; ``holders`` keeps in those
+    holding a fragment, on a server with GPUs free now, ``free_now``, or shared with a job
+    that may move; ``all`` keeps every job in; with the queue ``offered`` every job stays in)."""
+    restart, stay, was_ms = amortized_prices(
+        inst,
+        {m.id: m.alloc for m in movers},
+        left,
+        restart_s,
+        margin,
+        {m.id: m.shards for m in movers if m.shards},
+        {m.id: m.stages for m in movers if m.stages},
+    )
+    pinned = [m for m in movers if m.id in stay]  # can never repay a move of their own
+    if len(pinned) == len(movers) and not offered:
+        return Priced(inst, [], {}, was_ms, len(pinned), True)
+    pinned = [m for m in pinned if restart[m.id] > 0]  # a free move may make room
+    pos = inst.server_pos
+    if pinned and scope == "holders":
+        # those holding a fragment stay in the search: on a server with free GPUs or shared
+        # with a job that may move, stepping aside may free a whole server
+        keep = {m.id for m in pinned}
+        near = {s for m in movers if m.id not in keep for s in m.alloc}
+        pinned = [m for m in pinned if not any(free_now[pos[s]] > 0 or s in near for s in m.alloc)]
+    n_pinned = 0
+    if pinned and not offered and scope != "all":
+        # an incremental re-plan: the jobs that cannot repay a move keep their GPUs and leave
+        # the search, which then moves only jobs that may pay for themselves (with the queue
+        # offered, they stay in: making room for it is the point)
+        n_pinned = len(pinned)
+        keep = {m.id for m in pinned}
+        used = {s.id: s.used_gpus for s in inst.servers}
+        for m in pinned:
+            for sid, k in m.alloc.items():
+                used[sid] += k
+        movers = [m for m in movers if m.id not in keep]
+        # the movers' jobs as built, on the GPUs the pinned jobs leave
+        inst = inst.replace(
+            servers=tuple(dataclasses.replace(s, used_gpus=used[s.id]) for s in inst.servers),
+            jobs=tuple(j for j in inst.jobs if j.id not in keep),
+        )
+        share_derived(inst, template or inst)
+    restart = {m.id: restart[m.id] for m in movers if restart[m.id] > 0}
+    return Priced(inst, list(movers), restart, was_ms, n_pinned, False)
+
+
+def search_moves(
+    inst: Instance,
+    movers: Sequence[Mover],
+    restart: Mapping[str, float],
+    *,
+    method: str,
+    time_limit_s: float,
+    seed: int,
+    prove: bool,
+    clock: str,
+    budget: int | None = None,
+) -> tuple[Solution, list[str]] | None:
+    """Search ``inst`` for moves of ``movers`` (``previous`` = where they run, a move paying
+    its ``restart`` price, at most ``budget`` workers moved); the solution and the jobs that
+    move, or ``None`` when some running job would lose its place (nothing changes then).  A
+    hybrid job whose servers stay keeps its mapping (a new one would restart it)."""
+    sol = solve(
+        inst,
+        method,
+        time_limit_s=time_limit_s,
+        seed=seed,
+        previous={m.id: dict(m.alloc) for m in movers},
+        previous_shards={m.id: dict(m.shards) for m in movers if m.shards},
+        max_moves=budget,
+        restart_cost=dict(restart) or None,
+        prove=prove,
+        clock=clock,
+    )
+    if not sol.status.has_placement or any(m.id not in sol.assignment for m in movers):
+        return None
+    moved = [
+        m.id
+        for m in movers
+        if sol.assignment.get(m.id)
+        and (dict(sol.assignment[m.id]) != dict(m.alloc) or dict(sol.shards.get(m.id, {})) != dict(m.shards))
+    ]
+    return sol, moved
 
 
 class Replanning(Policy):
@@ -142,49 +266,41 @@ class Replanning(Policy):
             advance(r, self.now)
         left = {r.tj.id: max(1, math.ceil(r.tj.iterations - r.progress)) for r in runs}
         ids = self.server_ids
+        movers = [
+            Mover(
+                r.tj.id,
+                {ids[sp]: k for sp, k in r.alloc.items()},
+                {ids[sp]: k for sp, k in r.shards.items()},
+                tuple(tuple(ids[sp] for sp in row) for row in r.stages),
+            )
+            for r in runs
+        ]
+        margin = self.cfg.margin(queued=bool(self.queue))
         if price == "amortized":  # per-iteration times; a move's restart spread over what is left
             inst = self._decision_instance([r.tj for r in runs] + offer, free, left)
             w0 = time.perf_counter()
-            restart, stay, was_ms = amortized_prices(
+            priced = price_movers(
                 inst,
-                {r.tj.id: {ids[sp]: k for sp, k in r.alloc.items()} for r in runs},
+                movers,
                 left,
-                self.cfg.restart_s,
-                self.cfg.margin(queued=bool(self.queue)),
-                {r.tj.id: {ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
-                {r.tj.id: tuple(tuple(ids[sp] for sp in row) for row in r.stages) for r in runs if r.stages},
+                self.free,
+                restart_s=self.cfg.restart_s,
+                margin=margin,
+                scope=self.cfg.replan_scope,
+                offered=bool(offer),
+                template=self.template,
             )
-            pinned: list[Running] = [r for r in runs if r.tj.id in stay]  # can never repay a move of their own
             self.replan_seen += len(runs)
-            if len(pinned) == len(runs) and not offer:
+            if priced.settled:
                 # no job could repay its move even with every GPU its own: staying is optimal
                 self.decision_walls.append(time.perf_counter() - w0)
                 self.replan_walls.append(self.decision_walls[-1])
                 self.replans_by_bound += 1
-                self.replan_pinned += len(pinned)
+                self.replan_pinned += priced.pinned
+                self._log_replan(left, margin, [], settled=True)
                 return
-            pinned = [r for r in pinned if restart[r.tj.id] > 0]  # a free move may make room
-            if pinned and self.cfg.replan_scope == "holders":
-                # those holding a fragment stay in the search: on a server with free GPUs or
-                # shared with a job that may move, stepping aside may free a whole server
-                keep = {r.tj.id for r in pinned}
-                near = {sp for r in runs if r.tj.id not in keep for sp in r.alloc}
-                pinned = [r for r in pinned if not any(self.free[sp] > 0 or sp in near for sp in r.alloc)]
-            if pinned and not offer and self.cfg.replan_scope != "all":
-                # an incremental re-plan: the jobs that cannot repay a move keep their GPUs
-                # and leave the search, which then moves only jobs that may pay for themselves
-                # (with the queue offered, they stay in: making room for it is the point)
-                self.replan_pinned += len(pinned)
-                keep = {r.tj.id for r in pinned}
-                for r in pinned:
-                    for sp, k in r.alloc.items():
-                        free[sp] -= k
-                runs = [r for r in runs if r.tj.id not in keep]
-                # the movers' jobs as built above, on the GPUs the pinned jobs leave
-                jobs = tuple(j for j in inst.jobs if j.id not in keep)
-                inst = inst.replace(servers=self._believed_servers(free), jobs=jobs)
-                share_derived(inst, self.template or inst)
-            restart = {r.tj.id: restart[r.tj.id] for r in runs if restart[r.tj.id] > 0}
+            self.replan_pinned += priced.pinned
+            inst, movers, restart, was_ms = priced.instance, priced.movers, priced.restart, priced.was_ms
         elif price != "none":  # each job by the work it has left; a move pays its restart once
             # gpu_time: a job's remaining time and its restart count once per GPU it holds
             tjs = [
@@ -196,24 +312,25 @@ class Replanning(Policy):
         else:
             inst = self._decision_instance([r.tj for r in runs] + offer, free)
             restart = {}
-        previous = {r.tj.id: {self.server_ids[sp]: k for sp, k in r.alloc.items()} for r in runs}
         w0 = time.perf_counter()
-        sol = solve(
+        found = search_moves(
             inst,
-            self.cfg.method,
+            movers,
+            restart,
+            method=self.cfg.method,
             time_limit_s=self.cfg.decision_time_limit_s,
             seed=self.cfg.seed,
-            previous=previous,
-            previous_shards={r.tj.id: {self.server_ids[sp]: k for sp, k in r.shards.items()} for r in runs if r.shards},
-            max_moves=budget,
-            restart_cost=restart or None,
             prove=self.cfg.prove,
             clock=self.cfg.decision_clock,
+            budget=budget,
         )
         self.decision_walls.append(time.perf_counter() - w0)
         self.replan_walls.append(self.decision_walls[-1])
-        if not sol.status.has_placement or any(r.tj.id not in sol.assignment for r in runs):
+        if found is None:
+            self._log_replan(left, margin, [])
             return  # every running job keeps a place, or nothing changes
+        sol, moved_ids = found
+        self._log_replan(left, margin, moved_ids, sol)
         pos = inst.server_pos
 
         def shards_of(jid: str) -> dict[int, int]:
@@ -222,15 +339,7 @@ class Replanning(Policy):
         def stages_of(jid: str) -> tuple[tuple[int, ...], ...]:
             return tuple(tuple(pos[s] for s in row) for row in sol.stages.get(jid, ()))
 
-        moved = [
-            r
-            for r in runs
-            if sol.assignment.get(r.tj.id)
-            and (
-                {pos[s]: k for s, k in sol.assignment.get(r.tj.id, {}).items()} != r.alloc
-                or shards_of(r.tj.id) != r.shards
-            )  # a hybrid job whose servers stay keeps its mapping: a new one would restart it
-        ]
+        moved = [self.running[jid] for jid in moved_ids]
         for r in moved:
             # believed per-iteration saving against the price: did this move repay itself alone?
             jid = r.tj.id
@@ -272,6 +381,33 @@ class Replanning(Policy):
             raise SimulationError(
                 f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"
             )
+
+    def _log_replan(
+        self,
+        left: Mapping[str, int],
+        margin: float,
+        moved: Sequence[str],
+        sol: Solution | None = None,
+        settled: bool = False,
+    ) -> None:
+        """The decision log's record of a re-plan (the running jobs' iterations left, the
+        margin in force, the moves)."""
+        if self.decisions is None:
+            return
+        moves = {j: dict(sol.assignment[j]) for j in moved} if sol is not None else {}
+        self.decisions.write(
+            {
+                "kind": "replan",
+                "t": self.now,
+                "left": dict(left),
+                "queued": len(self.queue),
+                "margin": margin,
+                "settled": settled,
+                "moves": moves,
+                "shards": {j: dict(sol.shards[j]) for j in moved if sol is not None and j in sol.shards},
+                "stages": {j: [list(r) for r in sol.stages[j]] for j in moved if sol is not None and j in sol.stages},
+            }
+        )
 
     def _may_replan_on_event(self) -> bool:
         return not self.replanning and self.now - self.last_event_replan >= self.cfg.replan_min_gap_s
