@@ -296,6 +296,8 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.serve.migrations.versions": ("serve/test_store.py", '"0001"'),
     "placement.serve.migrations.versions.rev_0001_initial": ("serve/test_store.py", '"0001"'),
     "placement.serve.migrations.versions.rev_0002_gangs": ("serve/test_store.py", '"0002"'),
+    "placement.serve.migrations.versions.rev_0003_moves": ("serve/test_store.py", "started_seq"),
+    "placement.simulation.decisions": ("serve/test_parity.py", "placement.simulation.decisions"),
 }
 """Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the
 test file that covers them.  A package's ``__init__`` is covered by its folder of tests."""

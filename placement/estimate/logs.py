@@ -28,6 +28,7 @@ __all__ = [
     "read_iteration_log",
     "read_pai",
     "ratios",
+    "median_ratios",
     "ServerEstimate",
     "estimate_from_logs",
     "estimate_from_ratios",
@@ -124,19 +125,25 @@ def read_pai(paths: Sequence[str | os.PathLike[str]]) -> LogData:
     return LogData(*(np.concatenate([getattr(x, f.name) for x in parts]) for f in dataclasses.fields(LogData)))
 
 
-def ratios(log: LogData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(job, server, iteration, ratio to the job's median worker that iteration)``, for
-    iterations with at least two workers."""
-    key = np.char.add(np.char.add(log.job.astype(str), "\x00"), log.iteration.astype(str))
+def median_ratios(job: np.ndarray, it: np.ndarray, duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ratio to its job's median worker that iteration, and which rows have one
+    (iterations with at least two workers)."""
+    key = np.char.add(np.char.add(job.astype(str), "\x00"), it.astype(str))
     uniq, inv, counts = np.unique(key, return_inverse=True, return_counts=True)
+    inv = inv.reshape(-1)
     med = np.zeros(len(uniq))
     order = np.argsort(inv, kind="stable")
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    d_sorted = log.duration[order]
+    d_sorted = duration[order]
     for g, (s, c) in enumerate(zip(starts, counts)):
         med[g] = float(np.median(d_sorted[s : s + c]))
-    keep = counts[inv] >= 2
-    r = log.duration / med[inv]
+    return counts[inv] >= 2, duration / med[inv]
+
+
+def ratios(log: LogData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(job, server, iteration, ratio to the job's median worker that iteration)``, for
+    iterations with at least two workers."""
+    keep, r = median_ratios(log.job, log.iteration, log.duration)
     return log.job[keep], log.server[keep], log.iteration[keep], r[keep]
 
 

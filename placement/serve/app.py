@@ -85,6 +85,30 @@ class MoveRequest(BaseModel):
     stages: list[list[str]] | None = Field(None, description="A hybrid job's new stage matrix (pp rows of dp servers)")
 
 
+class ReplanRequest(BaseModel):
+    """What a controller knows that the service may not: each running job's iterations done,
+    and how many jobs wait in its queue (the move margin then is the queued one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    progress: dict[str, float] = Field(default_factory=dict, description="{job: iterations done}")
+    queued: int = Field(0, ge=0, description="Jobs waiting in the caller's queue")
+
+
+class Move(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job: str = Field(min_length=1)
+    to: dict[str, int] = Field(description="{server: workers}: where the job runs after the move")
+    stages: list[list[str]] | None = Field(None, description="A hybrid job's new stage matrix (pp rows of dp servers)")
+    shards: dict[str, int] | None = Field(None, description="A parameter-server job's new shards (else they stay)")
+
+
+class MovesRequest(BaseModel):
+    """A re-plan's moves, applied together: one may take the GPUs another frees."""
+
+    model_config = ConfigDict(extra="forbid")
+    moves: list[Move] = Field(min_length=1)
+
+
 class Placed(BaseModel):
     status: str
     method: str
@@ -94,6 +118,10 @@ class Placed(BaseModel):
     shards: dict[str, dict[str, int]]
     stages: dict[str, list[list[str]]]
     unplaced: list[str]
+    waiting: dict[str, float] = Field(
+        default_factory=dict,
+        description="Jobs placed but waiting for better GPUs (the patience rule), with when to offer them again",
+    )
     jobs: dict[str, dict[str, Any]]
     reserved_until: float
     decision: int
@@ -102,7 +130,7 @@ class Placed(BaseModel):
 
 class JobState(BaseModel):
     job: str
-    state: Literal["reserved", "running", "finished", "released", "expired"]
+    state: Literal["reserved", "running", "finished", "released", "expired", "waiting"]
 
 
 class Errors(BaseModel):
@@ -240,9 +268,21 @@ def create_app(service: Service, podgroups: PodGroups | None = None) -> FastAPI:
     def replan() -> dict[str, Any]:
         return service.replan()
 
+    @app.post(
+        "/v1/replan",
+        responses=errors,
+        summary="The same, with the running jobs' progress and the caller's queue length",
+    )
+    def replan_with(body: ReplanRequest) -> dict[str, Any]:
+        return service.replan(body.progress, body.queued)
+
     @app.post("/v1/jobs/{job_id:path}/move", responses=errors, summary="Apply a move: the job now holds `to`")
     def move(job_id: str, body: MoveRequest) -> dict[str, Any]:
         return service.move(job_id, body.to, body.stages)
+
+    @app.post("/v1/moves", responses=errors, summary="Apply a re-plan's moves together (all or none)")
+    def moves(body: MovesRequest) -> dict[str, Any]:
+        return service.apply_moves([m.model_dump(exclude_none=True) for m in body.moves])
 
     @app.get("/v1/state", summary="Held GPUs (one assignment), jobs, free GPUs, estimates and their age")
     def state() -> dict[str, Any]:

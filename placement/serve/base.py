@@ -5,7 +5,6 @@ concerns :class:`~placement.serve.service.Service` is made of (placing, learning
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import time
@@ -19,10 +18,12 @@ except ImportError as e:  # the serve extra is not installed
 
 from placement.errors import InvalidInputError
 from placement.formats.instance import instance_from_dict, instance_to_dict
-from placement.model.records import Instance, Slowdown
+from placement.model.records import Instance, Job, Slowdown
 from placement.serve.config import ServeConfig
 from placement.serve.store import Store, estimates, holdings, jobs, pods
 from placement.serve.telemetry import Prometheus
+from placement.simulation.belief import Belief
+from placement.simulation.decisions import Floors, believed_job, decision_instance, forecaster_from_dict
 
 __all__ = ["ServiceBase", "per_server"]
 
@@ -68,6 +69,8 @@ class ServiceBase:
         self.cluster = cluster
         self._doc = instance_to_dict(cluster)
         self.last_refit: float | None = None
+        self.floors = Floors(cluster)
+        """Each job shape's straggler-free best on the idle cluster (the patience rule)."""
 
     # ------------------------------------------------------------------ state
     def _check_holdings_fit(self, conn: sa.Connection, cluster: Instance) -> None:
@@ -101,26 +104,58 @@ class ServiceBase:
         v = int(self.store.get_meta(conn, "version", lock=True) or 0)
         self.store.set_meta(conn, "version", str(v + 1))
 
-    def believed(self, conn: sa.Connection) -> dict[str, Slowdown]:
-        """Each server's latest estimate (servers never estimated: the cluster's own law)."""
+    def estimates(self, conn: sa.Connection) -> dict[str, Slowdown]:
+        """Each server's latest stored estimate, in cluster order (none before the first refit)."""
         out = {}
         for sid, doc in conn.execute(sa.select(estimates.c.server, estimates.c.slowdown)):
             d = json.loads(doc)
             out[sid] = Slowdown(tuple(d["values"]), tuple(d["probs"]))
-        return out
+        return {s.id: out[s.id] for s in self.cluster.servers if s.id in out}
+
+    def belief(self, conn: sa.Connection) -> Belief:
+        """What decisions believe now (:class:`~placement.simulation.belief.Belief`, the
+        simulator's): with ``oracle`` knowledge the cluster file's laws; with ``estimated`` the
+        stored estimates and forecaster (the cluster file's laws before the first refit)."""
+        b = Belief(
+            self.cluster,
+            knowledge=self.config.knowledge,
+            plan_by=self.config.plan_by,
+            truthful=True,
+            mean_episode_s=None,
+        )
+        if self.config.knowledge == "estimated":
+            laws = self.estimates(conn)
+            if not laws:
+                b.update({s.id: s.slowdown for s in self.cluster.servers})
+                return b
+            stored = self.store.get_meta(conn, "forecaster") if self.config.plan_by == "forecast" else None
+            b.update(laws, forecaster_from_dict(json.loads(stored), laws) if stored else None)
+        return b
 
     def _decision_instance(
-        self, jobs_: Sequence[Any], held: Mapping[str, Mapping[str, int]], belief: Mapping[str, Slowdown]
+        self,
+        jobs_: Sequence[Job],
+        held: Mapping[str, Mapping[str, int]],
+        belief: Belief,
+        iterations: Mapping[str, int] | None = None,
     ) -> Instance:
+        """The instance a decision solves (:func:`placement.simulation.decisions.decision_instance`,
+        the simulator's): ``jobs_`` as ``belief`` sees them (``iterations`` to go instead of
+        their own), on the GPUs neither the cluster file nor ``held`` takes."""
         used = per_server(held)
-        servers = tuple(
-            dataclasses.replace(
-                s,
-                used_gpus=s.used_gpus + used.get(s.id, 0),
-                slowdown=belief.get(s.id, s.slowdown) if self.cluster.scenarios is None else s.slowdown,
-            )
-            for s in self.cluster.servers
+        free = [s.gpus - s.used_gpus - used.get(s.id, 0) for s in self.cluster.servers]
+        left = iterations or {}
+        return decision_instance(
+            self.cluster,
+            belief,
+            free,
+            [believed_job(j, belief, left.get(j.id)) for j in jobs_],
+            name=f"{self.cluster.name}@serve",
+            objective=self.cluster.objective,
         )
-        return self.cluster.replace(
-            name=f"{self.cluster.name}@serve", servers=servers, jobs=tuple(jobs_), admission="best_effort"
-        )
+
+    def _started(self, conn: sa.Connection, now: float) -> dict[str, Any]:
+        """A job's columns once it starts: re-plans see running jobs in the order they started."""
+        seq = int(self.store.get_meta(conn, "starts", lock=True) or 0) + 1
+        self.store.set_meta(conn, "starts", str(seq))
+        return {"state": "running", "started_at": now, "reserved_until": None, "started_seq": seq}

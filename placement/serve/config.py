@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from placement.errors import PlacementError
-from placement.simulation.config import DECISION_TIME_LIMIT_S, MOVE_MARGIN
+from placement.errors import InvalidInputError, PlacementError
+from placement.simulation.config import DECISION_TIME_LIMIT_S, MOVE_MARGIN, PATIENCE, PLAN_BY, QUEUED_MOVE_MARGIN
 
 __all__ = ["ServeConfig", "Conflict", "NotFound", "DEFAULT_JOB", "gang_job"]
 
@@ -58,11 +58,51 @@ class ServeConfig:
     max_jobs: int = 1_000
     """Jobs in one placement request at most."""
     restart_s: float = 300.0
-    """Seconds a moved job loses (the simulator's default ``restart_s``): what a move must repay."""
-    move_margin: float = MOVE_MARGIN["estimated"]
-    """A move must also beat this share of the job's expected iteration time (the simulator's
-    default with estimated knowledge: estimates refitted from logs differ by a few percent)."""
+    """Seconds a moved job loses (the simulator's default ``restart_s``): what a move must repay;
+    a moved job stays where it is for that long (it restarts)."""
+    knowledge: str = "estimated"
+    """What decisions believe of the servers (the simulator's knowledge): ``estimated``, the
+    refitted estimates (the cluster file's laws until the first refit), or ``oracle``, the
+    cluster file's laws (and scenarios) always, never refitted over."""
+    plan_by: str = "forecast"
+    """What a decision's expected iteration time is computed from (the simulator's ``plan_by``):
+    each server's forecast over the job's horizon (``forecast``: its law, its last look and
+    the fleet's episode length), its distribution (``expected``) or its steady rate (``rate``)."""
+    ratio_to: str = "median"
+    """What a pushed row's duration is divided by: the job's median worker that iteration
+    (``median``, what ``placement estimate --logs`` does: rows may be whole iteration times),
+    or the worker's straggler-free compute time from the job's spec (``profiled``: rows that
+    are compute times, as the simulator logs; rows of a job the service never placed skip)."""
+    patience: float = PATIENCE
+    """The patience rule (the simulator's ``patience``): a job whose placement now is slower
+    than its straggler-free best on the idle cluster waits, while jobs hold GPUs, until it
+    has waited this many times what that placement would add to its run (``0``: never)."""
+    move_margin: float | None = None
+    """A move must also beat this share of the job's expected iteration time while no job
+    waits (``None``: the simulator's default for the knowledge, 5% with estimated)."""
+    queued_move_margin: float = QUEUED_MOVE_MARGIN
+    """The move margin while jobs wait (a re-plan's ``queued``)."""
     retries: int = 8
     """Tries of a decision in all (see :meth:`Service.place`)."""
     optimistic: int = 2
     """Tries that solve outside a write transaction (SQLite) before one solves inside it."""
+
+    def __post_init__(self) -> None:
+        problems = []
+        for name, choices in (
+            ("knowledge", ("estimated", "oracle")),
+            ("plan_by", tuple(p for p in PLAN_BY if p != "duration")),
+            ("ratio_to", ("median", "profiled")),
+        ):
+            if getattr(self, name) not in choices:
+                problems.append(f"{name} must be one of {', '.join(choices)}, got {getattr(self, name)!r}")
+        if not self.patience >= 0:
+            problems.append(f"patience must be >= 0, got {self.patience!r}")
+        if problems:
+            raise InvalidInputError(problems)
+
+    def margin(self, queued: bool) -> float:
+        """The move margin in force, while jobs wait (``queued``) or not."""
+        if queued:
+            return self.queued_move_margin
+        return MOVE_MARGIN.get(self.knowledge, 0.0) if self.move_margin is None else self.move_margin

@@ -234,6 +234,11 @@ class Extender:
                 out = svc.place({"jobs": [self._job(gang, size, gpus, posted, pod)]}, with_explanation=False)
             except Conflict:
                 out = {"assignment": {gang: True}}  # another pod of the gang placed it meanwhile
+            if gang in out.get("waiting", {}):
+                return None, (
+                    f"gang {gang} waits for better GPUs (patience) until t={out['waiting'][gang]:.0f} s, "
+                    "or until they free up"
+                )
             if gang not in out["assignment"]:
                 return None, f"gang {gang} ({size} pod(s) of {gpus} GPU(s)) does not fit the free GPUs now"
         with store.write() as conn:
@@ -264,7 +269,7 @@ class Extender:
                 conn.execute(
                     jobs.update()
                     .where(jobs.c.id == gang, jobs.c.state == "reserved")
-                    .values(state="running", started_at=svc.clock(), reserved_until=None)
+                    .values(**svc._started(conn, svc.clock()))
                 )
         return node, ""
 

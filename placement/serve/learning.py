@@ -5,6 +5,7 @@ estimate`` (:func:`placement.estimate.logs.estimate_from_ratios`)."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,12 +17,16 @@ try:
 except ImportError as e:  # the serve extra is not installed
     raise ImportError(f"{e.name} is missing: pip install 'placement[serve]'") from e
 
-from placement.errors import InvalidInputError
-from placement.estimate.logs import LogData, estimate_from_ratios, ratios
+from placement.errors import InstanceError, InvalidInputError
+from placement.estimate.logs import median_ratios
+from placement.formats.instance import instance_from_dict
 from placement.model.records import Slowdown
 from placement.serve.base import ServiceBase
-from placement.serve.store import estimates, observations
-from placement.serve.telemetry import TelemetryError, looks
+from placement.serve.store import estimates, jobs, observations
+from placement.serve.telemetry import TelemetryError
+from placement.serve.telemetry import looks as looks_of
+from placement.simulation.decisions import Look, forecaster_to_dict, refit_belief
+from placement.simulation.running import profiled_ms
 
 __all__ = ["Learning", "ROW_FIELDS"]
 
@@ -83,49 +88,83 @@ class Learning(ServiceBase):
         return {"accepted": len(clean)}
 
     def refit(self) -> dict[str, Any]:
-        """Each server's distribution from the rows of the last ``estimate_window_s`` and, with
-        a telemetry source, its GPUs' clocks over the same window (the estimator of
-        ``placement estimate``, :func:`placement.estimate.logs.estimate_from_ratios`); servers
-        with neither get the fleet's.  Replaces the stored estimates; when the telemetry
-        source fails it raises :class:`~placement.serve.telemetry.TelemetryError` and the
-        estimates stay as they were."""
+        """Each server's law and, with ``plan_by="forecast"``, the forecaster, learnt by the
+        simulator's rule (:func:`placement.simulation.decisions.refit_belief`, the estimator of
+        ``placement estimate``) from the rows received within ``estimate_window_s`` of the
+        newest and, with a telemetry source, the GPUs' clocks over the window before now.  The
+        rows of one refit period are one look at each server they show (as the simulator's
+        ticks are), and so is each telemetry scrape step; a row's
+        ratio is to the job's median worker that iteration or to the worker's profiled time
+        (``ratio_to``).  Replaces the stored estimates; when the telemetry source fails it
+        raises :class:`~placement.serve.telemetry.TelemetryError` and they stay as they were."""
         now = self.clock()
-        start = now - self.config.estimate_window_s
+        pos = {s.id: k for k, s in enumerate(self.cluster.servers)}
         with self.store.read() as conn:
+            newest = conn.execute(sa.select(sa.func.max(observations.c.received_at))).scalar_one_or_none()
+            start = (now if newest is None else float(newest)) - self.config.estimate_window_s
             rows = conn.execute(
                 sa.select(
-                    observations.c.job, observations.c.server, observations.c.iteration, observations.c.duration
-                ).where(observations.c.received_at >= start)
+                    observations.c.job,
+                    observations.c.server,
+                    observations.c.iteration,
+                    observations.c.duration,
+                    observations.c.received_at,
+                )
+                .where(observations.c.received_at >= start)
+                .order_by(observations.c.id)
             ).all()
-        parts = []
+            specs = {}
+            if rows and self.config.ratio_to == "profiled":
+                named = sorted({r[0] for r in rows})
+                specs = dict(conn.execute(sa.select(jobs.c.id, jobs.c.spec).where(jobs.c.id.in_(named))).all())
+            previous = self.belief(conn).forecaster
+        looks: list[Look] = []
+        skipped = 0
         if rows:
-            log = LogData(
-                np.array([r[0] for r in rows]),
-                np.array([r[1] for r in rows]),
-                np.array([r[2] for r in rows], dtype=np.int64),
-                np.array([r[3] for r in rows], dtype=float),
-            )
-            parts.append(ratios(log))
+            job = np.array([r[0] for r in rows])
+            server = np.array([pos[r[1]] for r in rows], dtype=np.int64)
+            it = np.array([r[2] for r in rows], dtype=np.int64)
+            d = np.array([r[3] for r in rows], dtype=float)
+            at = np.array([r[4] for r in rows], dtype=float)
+            if self.config.ratio_to == "profiled":
+                ref = self._profiled(job, server, specs)
+                keep = np.isfinite(ref)
+                ratio = d / np.where(keep, ref, 1.0)
+            else:
+                keep, ratio = median_ratios(job, it, d)
+            skipped = int((~keep).sum())
+            looks += _by_time(at[keep], job[keep], server[keep], it[keep], ratio[keep], self.config.refit_every_s)
         seen: dict[str, int] = {}
+        n_rows = len(rows)
         if self.telemetry is not None:
+            t_start = now - self.config.estimate_window_s
             try:
-                clocks, reasons = self.telemetry.series(start, now)
+                clocks, reasons = self.telemetry.series(t_start, now)
             except TelemetryError as e:
                 self.telemetry_error = str(e)
                 self.telemetry_failed_since = self.telemetry_failed_since or now
                 raise
             self.telemetry_error, self.telemetry_failed_since = None, None
-            tj, ts, tit, tr, seen = looks(
-                clocks, reasons, set(self.cluster.server_by_id), self.telemetry.hosts, start, self.telemetry.step_s
+            tj, ts, tit, tr, seen = looks_of(
+                clocks, reasons, set(pos), self.telemetry.hosts, t_start, self.telemetry.step_s
             )
-            parts.append((tj, ts, tit, tr))
-        looked = sum(len(p[0]) for p in parts)
-        out = {"servers": 0, "rows": len(rows), "telemetry_looks": looked - (len(parts[0][0]) if rows else 0), **seen}
-        if not looked:
+            tsp = np.array([pos[x] for x in ts], dtype=np.int64)
+            # each scrape step is a look of its own (the exporter samples the GPUs at that instant)
+            looks += _by_time(t_start + tit * self.telemetry.step_s, tj, tsp, tit, tr, self.telemetry.step_s)
+            looks.sort(key=lambda lk: lk[0])
+        n_tel = sum(len(c["server"]) for t, c in looks) - (n_rows - skipped)
+        out = {"servers": 0, "rows": n_rows, "rows_unprofiled": skipped, "telemetry_looks": n_tel, **seen}
+        if not looks:
             self.last_refit = now
             return {**out, "fitted_at": now}
-        job, server, it, r = (np.concatenate([p[k] for p in parts]) for k in range(4))
-        per, fleet = estimate_from_ratios(job, server, it, r, servers=[s.id for s in self.cluster.servers])
+        laws, forecaster, est = refit_belief(
+            looks,
+            now,
+            [s.id for s in self.cluster.servers],
+            plan_by=self.config.plan_by,
+            estimate_every_s=self.config.refit_every_s,
+            previous=previous,
+        )
         with self.store.write() as conn:
             conn.execute(estimates.delete())
             conn.execute(
@@ -133,15 +172,52 @@ class Learning(ServiceBase):
                 [
                     {
                         "server": s.id,
-                        "slowdown": self.store.dumps(_dist(per[s.id].slowdown if s.id in per else fleet)),
-                        "samples": int(per[s.id].samples) if s.id in per else 0,
+                        "slowdown": self.store.dumps(_dist(laws[s.id])),
+                        "samples": int(est[k].samples) if k in est else 0,
                         "fitted_at": now,
                     }
-                    for s in self.cluster.servers
+                    for k, s in enumerate(self.cluster.servers)
+                    if s.id in laws
                 ],
             )
+            self.store.set_meta(conn, "forecaster", self.store.dumps(forecaster_to_dict(forecaster)))
         self.last_refit = now
-        return {**out, "servers": sum(1 for e in per.values() if e.samples), "fitted_at": now}
+        return {**out, "servers": sum(1 for e in est.values() if e.samples), "fitted_at": now}
+
+    def _profiled(self, job: np.ndarray, server: np.ndarray, specs: Mapping[str, str]) -> np.ndarray:
+        """Each row's worker's straggler-free compute time (ms) from its job's spec
+        (:func:`placement.simulation.running.profiled_ms`); NaN for a job never placed here."""
+        parsed: dict[str, Any] = {}
+        for jid, spec in specs.items():
+            try:
+                parsed[jid] = instance_from_dict({**self._doc, "jobs": [json.loads(spec)]}, source=jid).jobs[0]
+            except InstanceError:
+                continue
+        types = [s.gpu_type for s in self.cluster.servers]
+        cache: dict[tuple[str, int], float] = {}
+        out = np.empty(len(job))
+        for i, (jid, sp) in enumerate(zip(job.tolist(), server.tolist())):
+            v = cache.get((jid, sp))
+            if v is None:
+                j = parsed.get(jid)
+                v = cache[(jid, sp)] = profiled_ms(j, types[sp]) if j is not None else math.nan
+            out[i] = v
+        return out
+
+
+def _by_time(
+    at: np.ndarray, job: np.ndarray, server: np.ndarray, it: np.ndarray, ratio: np.ndarray, period_s: float
+) -> list[Look]:
+    """The rows as looks, one per refit period they were received in (at the last time one
+    was), in time order: the simulator's looks, one per estimate tick.  A server seen through
+    several rows of a period is one look (its state persists over minutes, so they are not
+    independent; the forecaster's look weight says how much of an observation a look is)."""
+    out: list[Look] = []
+    bucket = np.floor(at / period_s)
+    for b in np.unique(bucket):
+        m = bucket == b
+        out.append((float(at[m].max()), {"job": job[m], "server": server[m], "iteration": it[m], "ratio": ratio[m]}))
+    return out
 
 
 def _dist(s: Slowdown) -> dict[str, list[float]]:

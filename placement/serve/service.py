@@ -29,15 +29,30 @@ except ImportError as e:  # the serve extra is not installed
     raise ImportError(f"{e.name} is missing: pip install 'placement[serve]'") from e
 
 from placement.errors import InstanceError, InvalidInputError, PlacementError
+from placement.evaluation import evaluate
 from placement.evaluation.explain import explain
 from placement.formats.instance import instance_from_dict
-from placement.model.records import Instance, Slowdown, Solution
+from placement.model.records import Instance, Solution
 from placement.serve.base import per_server
 from placement.serve.config import DEFAULT_JOB, Conflict, NotFound, ServeConfig, gang_job
 from placement.serve.learning import ROW_FIELDS, Learning
 from placement.serve.moves import Moves
 from placement.serve.store import ACTIVE, decisions, estimates, holdings, jobs, observations, pods
+from placement.simulation.belief import Belief
+from placement.simulation.decisions import waits_until
+from placement.simulation.running import running_on, trace_job
 from placement.solving.driver import solve
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """What a placement decision read besides the holdings: the belief, when each job of the
+    request that waits was first offered, and whether any job holds GPUs."""
+
+    belief: Belief
+    first_offer: dict[str, float]
+    holding: bool
+
 
 __all__ = ["ServeConfig", "Service", "Conflict", "NotFound", "ROW_FIELDS", "DEFAULT_JOB", "gang_job"]
 
@@ -78,31 +93,29 @@ class Service(Learning, Moves):
                 if locked:
                     with self.store.write() as conn:
                         self.store.decision_lock(conn)
-                        now, version, held, belief = self._read(conn, parsed)
-                        inst, sol, answer = self._decide(parsed, held, belief, with_explanation)
-                        self._write(conn, body, parsed, sol, answer, now)
+                        now, version, held, read = self._read(conn, parsed)
+                        inst, sol, answer = self._decide(parsed, held, read, now, with_explanation)
+                        self._write(conn, body, parsed, read, answer, now)
                     return answer
                 with self.store.write() as conn:
-                    now, version, held, belief = self._read(conn, parsed)
-                inst, sol, answer = self._decide(parsed, held, belief, with_explanation)
+                    now, version, held, read = self._read(conn, parsed)
+                inst, sol, answer = self._decide(parsed, held, read, now, with_explanation)
                 with self.store.write() as conn:
                     if self.store.get_meta(conn, "version", lock=True) != version:
                         continue  # another decision wrote meanwhile: take it again
-                    self._write(conn, body, parsed, sol, answer, now)
+                    self._write(conn, body, parsed, read, answer, now)
                 return answer
             raise Conflict(f"the holdings changed under {self.config.retries} decisions in a row; try again")
 
-    def _read(
-        self, conn: sa.Connection, parsed: Instance
-    ) -> tuple[float, str | None, dict[str, dict[str, int]], dict[str, Slowdown]]:
-        """What a decision reads: the time, the holdings' version, the holdings and the
-        estimates (after ending the reservations that are due); a job already held refused."""
+    def _read(self, conn: sa.Connection, parsed: Instance) -> tuple[float, str | None, dict[str, dict[str, int]], Read]:
+        """What a decision reads: the time, the holdings' version, the holdings, the belief and
+        when each waiting job was first offered (after ending the reservations that are due);
+        a job already held refused."""
         ids = [j.id for j in parsed.jobs]
         now = self.clock()
         self._expire(conn, now)
-        taken = conn.execute(
-            sa.select(jobs.c.id, jobs.c.state).where(jobs.c.id.in_(ids), jobs.c.state.in_(ACTIVE))
-        ).all()
+        rows = conn.execute(sa.select(jobs.c.id, jobs.c.state, jobs.c.placed_at).where(jobs.c.id.in_(ids))).all()
+        taken = [(j, state) for j, state, _ in rows if state in ACTIVE]
         if taken:
             raise Conflict(
                 "; ".join(
@@ -110,16 +123,21 @@ class Service(Learning, Moves):
                     for j, state in taken
                 )
             )
-        return now, self.store.get_meta(conn, "version"), self.store.held(conn), self.believed(conn)
+        holding = conn.execute(
+            sa.select(sa.func.count()).select_from(jobs).where(jobs.c.state.in_(ACTIVE))
+        ).scalar_one()
+        read = Read(self.belief(conn), {j: at for j, state, at in rows if state == "waiting"}, int(holding) > 0)
+        return now, self.store.get_meta(conn, "version"), self.store.held(conn), read
 
     def _decide(
         self,
         parsed: Instance,
         held: Mapping[str, Mapping[str, int]],
-        belief: Mapping[str, Slowdown],
+        read: Read,
+        now: float,
         with_explanation: bool,
     ) -> tuple[Instance, Solution, dict[str, Any]]:
-        inst = self._decision_instance(parsed.jobs, held, belief)
+        inst = self._decision_instance(parsed.jobs, held, read.belief)
         sol = solve(
             inst,
             self.config.method,
@@ -130,13 +148,41 @@ class Service(Learning, Moves):
         )
         if sol.status.value == "error":
             raise PlacementError(f"{self.config.method} failed: {sol.stats.get('message')}")
-        return inst, sol, self._answer(inst, sol, with_explanation)
+        waiting = self._patience(parsed, inst, sol, read, now)
+        return inst, sol, self._answer(inst, sol, waiting, with_explanation)
+
+    def _patience(self, parsed: Instance, inst: Instance, sol: Solution, read: Read, now: float) -> dict[str, float]:
+        """The placed jobs that wait for better GPUs, and until when (the simulator's patience
+        rule, :func:`placement.simulation.decisions.waits_until`): each in the request's order,
+        while jobs hold GPUs (they will free some), the jobs placed before it counting."""
+        out: dict[str, float] = {}
+        holding = read.holding
+        pos = inst.server_pos
+        for job in parsed.jobs:
+            if job.id not in sol.assignment:
+                continue
+            if self.config.patience > 0 and holding and job.iterations is not None:
+                tj = trace_job(job)
+                r = running_on(
+                    self.cluster,
+                    tj,
+                    {pos[s]: int(k) for s, k in sol.assignment[job.id].items()},
+                    {pos[s]: int(k) for s, k in sol.shards.get(job.id, {}).items()},
+                    [[pos[s] for s in row] for row in sol.stages.get(job.id, ())],
+                )
+                first = read.first_offer.get(job.id, now)
+                until = waits_until(first, self.config.patience, tj.iterations, r.ideal_ms, self.floors(tj))
+                if until is not None and now < until:
+                    out[job.id] = until
+                    continue
+            holding = True
+        return out
 
     def _write(
-        self, conn: sa.Connection, body: Any, parsed: Instance, sol: Solution, answer: dict[str, Any], now: float
+        self, conn: sa.Connection, body: Any, parsed: Instance, read: Read, answer: dict[str, Any], now: float
     ) -> None:
-        """Record the decision and reserve what it placed (``answer`` gains the decision's id
-        and the reservations' end)."""
+        """Record the decision, reserve what it placed and note when each waiting job was
+        first offered (``answer`` gains the decision's id and the reservations' end)."""
         ids = [j.id for j in parsed.jobs]
         until = now + self.config.reservation_s
         answer["reserved_until"] = until
@@ -148,14 +194,25 @@ class Service(Learning, Moves):
         answer["decision"] = rid
         conn.execute(decisions.update().where(decisions.c.id == rid).values(response=self.store.dumps(answer)))
         for j in parsed.jobs:
-            if j.id not in sol.assignment:
+            placed = answer["assignment"].get(j.id)
+            waits = answer["waiting"].get(j.id)
+            if placed is None and waits is None:  # not placed (one that waited keeps its first offer)
                 continue
             conn.execute(holdings.delete().where(holdings.c.job_id == j.id))  # an ended id placed again
             conn.execute(jobs.delete().where(jobs.c.id == j.id))
+            spec = self.store.dumps(body["jobs"][ids.index(j.id)])
+            if waits is not None:  # no GPUs held: the time it was first offered such a placement
+                first = read.first_offer.get(j.id, now)
+                conn.execute(
+                    jobs.insert().values(
+                        id=j.id, spec=spec, state="waiting", placed_at=first, reserved_until=waits, decision_id=rid
+                    )
+                )
+                continue
             conn.execute(
                 jobs.insert().values(
                     id=j.id,
-                    spec=self.store.dumps(body["jobs"][ids.index(j.id)]),
+                    spec=spec,
                     state="reserved",
                     stages=self.store.dumps(answer["stages"][j.id]) if j.id in answer["stages"] else None,
                     placed_at=now,
@@ -163,37 +220,60 @@ class Service(Learning, Moves):
                     decision_id=rid,
                 )
             )
-            shards = sol.shards.get(j.id, {})
+            shards = answer["shards"].get(j.id, {})
             conn.execute(
                 holdings.insert(),
                 [
                     {
                         "job_id": j.id,
                         "server": sid,
-                        "workers": int(sol.assignment[j.id].get(sid, 0)),
+                        "workers": int(placed.get(sid, 0)),
                         "shards": int(shards.get(sid, 0)),
                     }
-                    for sid in sorted(set(sol.assignment[j.id]) | set(shards))
+                    for sid in sorted(set(placed) | set(shards))
                 ],
             )
-        if sol.assignment:
+        if answer["assignment"]:
             self._bump(conn)
         self._check_holdings_fit(conn, self.cluster)  # never one GPU twice: else all of it rolls back
 
-    def _answer(self, inst: Instance, sol: Solution, with_explanation: bool) -> dict[str, Any]:
+    def _answer(
+        self, inst: Instance, sol: Solution, waiting: Mapping[str, float], with_explanation: bool
+    ) -> dict[str, Any]:
+        """The solution format's entries for the jobs placed (less those that wait: they are
+        in ``waiting``, with the time their patience ends); with jobs waiting, the objective
+        is the evaluator's on what is placed, and no bound is given (it was the decision's)."""
+        keep = {j: a for j, a in sol.assignment.items() if j not in waiting}
+        shards = {j: dict(a) for j, a in sol.shards.items() if j in keep}
+        stages = {j: [list(r) for r in m] for j, m in sol.stages.items() if j in keep}
+        objective, bound = sol.objective, sol.bound
+        if waiting:
+            objective = evaluate(
+                inst, keep, shards, {j: tuple(tuple(r) for r in m) for j, m in stages.items()}
+            ).objective
+            bound = None
         out: dict[str, Any] = {
             "status": sol.status.value,
             "method": sol.method,
-            "objective": sol.objective,
-            "bound": sol.bound,
-            "assignment": {j: dict(a) for j, a in sol.assignment.items()},
-            "shards": {j: dict(a) for j, a in sol.shards.items()},
-            "stages": {j: [list(r) for r in m] for j, m in sol.stages.items()},
+            "objective": objective,
+            "bound": bound,
+            "assignment": {j: dict(a) for j, a in keep.items()},
+            "shards": shards,
+            "stages": stages,
             "unplaced": list(sol.unplaced),
-            "jobs": {j: dataclasses.asdict(r) for j, r in sol.jobs.items()},
+            "waiting": dict(waiting),
+            "jobs": {j: dataclasses.asdict(r) for j, r in sol.jobs.items() if j in keep},
         }
-        if with_explanation and sol.assignment:
-            out["explanation"] = explain(inst, sol, jobs=list(sol.assignment))
+        if with_explanation and keep:
+            sub = sol
+            if waiting:
+                sub = dataclasses.replace(
+                    sol,
+                    assignment=keep,
+                    shards={j: a for j, a in sol.shards.items() if j in keep},
+                    stages={j: m for j, m in sol.stages.items() if j in keep},
+                )
+            out["explanation"] = explain(inst, sub, jobs=list(keep))
         return out
 
     # ------------------------------------------------------------------ a job's life
@@ -210,8 +290,7 @@ class Service(Learning, Moves):
                 raise Conflict(f"job {job_id!r} is {row}; it can be {to} only when {' or '.join(allowed)}")
             values: dict[str, Any] = {"state": to}
             if to == "running":
-                values["started_at"] = now
-                values["reserved_until"] = None
+                values.update(self._started(conn, now))
             else:
                 values["ended_at"] = now
             conn.execute(jobs.update().where(jobs.c.id == job_id).values(**values))
@@ -228,19 +307,20 @@ class Service(Learning, Moves):
         return self._transition(job_id, ACTIVE, "finished", frees=True)
 
     def release(self, job_id: str) -> dict[str, Any]:
-        return self._transition(job_id, ACTIVE, "released", frees=True)
+        return self._transition(job_id, (*ACTIVE, "waiting"), "released", frees=True)
 
     def state(self) -> dict[str, Any]:
-        """The held GPUs as one ``assignment`` (reserved and running), each job's state, the
-        free GPUs per server, and the estimates with their age."""
+        """The held GPUs as one ``assignment`` (reserved and running), each job's state (those
+        that wait for better GPUs too, with when their patience ends), the free GPUs per
+        server, and the estimates with their age."""
         now = self.clock()
         with self.store.write() as conn:
             self._expire(conn, now)
             held = self.store.held(conn)
             rows = conn.execute(
-                sa.select(jobs.c.id, jobs.c.state, jobs.c.reserved_until, jobs.c.started_at, jobs.c.stages).where(
-                    jobs.c.state.in_(ACTIVE)
-                )
+                sa.select(
+                    jobs.c.id, jobs.c.state, jobs.c.placed_at, jobs.c.reserved_until, jobs.c.started_at, jobs.c.stages
+                ).where(jobs.c.state.in_((*ACTIVE, "waiting")))
             ).all()
             est = conn.execute(sa.select(estimates)).all()
             n_obs = conn.execute(sa.select(sa.func.count()).select_from(observations)).scalar_one()
@@ -250,12 +330,16 @@ class Service(Learning, Moves):
             "cluster": self.cluster.name,
             "assignment": held,
             "jobs": {
-                r.id: {
-                    "state": r.state,
-                    "reserved_until": r.reserved_until,
-                    "started_at": r.started_at,
-                    **({"stages": json.loads(r.stages)} if r.stages else {}),
-                }
+                r.id: (
+                    {"state": r.state, "first_offered_at": r.placed_at, "waits_until": r.reserved_until}
+                    if r.state == "waiting"
+                    else {
+                        "state": r.state,
+                        "reserved_until": r.reserved_until,
+                        "started_at": r.started_at,
+                        **({"stages": json.loads(r.stages)} if r.stages else {}),
+                    }
+                )
                 for r in rows
             },
             "free_gpus": {s.id: s.gpus - s.used_gpus - used.get(s.id, 0) for s in self.cluster.servers},

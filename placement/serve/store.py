@@ -44,7 +44,7 @@ __all__ = [
     "engine_for",
 ]
 
-HEAD = "0002"
+HEAD = "0003"
 """The schema revision this version writes (Alembic's head)."""
 
 ACTIVE = ("reserved", "running")
@@ -72,6 +72,8 @@ jobs = sa.Table(
     sa.Column("started_at", sa.Float, nullable=True),
     sa.Column("ended_at", sa.Float, nullable=True),
     sa.Column("decision_id", sa.Integer, nullable=True),
+    sa.Column("started_seq", sa.Integer, nullable=True),
+    sa.Column("paused_until", sa.Float, nullable=True),
 )
 holdings = sa.Table(
     "holdings",

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, estimate_from_ratios
+from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, ServerEstimate, estimate_from_ratios
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Job, Slowdown
 from placement.model.tolerances import TIE_RTOL
@@ -36,8 +36,11 @@ positions), ``iteration`` and ``ratio`` (a worker's time over its reference time
 def believed_job(job: Job, belief: Belief, iterations: int | None = None) -> Job:
     """``job`` as a decision sees it: ``iterations`` to go (its own by default) and the
     belief's own view of the servers over that many of its straggler-free seconds (a
-    forecast for its horizon, or a long job's steady rates: :meth:`Belief.overrides`)."""
+    forecast for its horizon, or a long job's steady rates: :meth:`Belief.overrides`).  A
+    job's own slowdown overrides stand; a job of unknown length sees the servers' laws."""
     it = job.iterations if iterations is None else iterations
+    if it is None or job.slowdown:
+        return dataclasses.replace(job, iterations=it)
     return dataclasses.replace(job, iterations=it, slowdown=belief.overrides(it * job.compute_ms / 1000.0))
 
 
@@ -114,10 +117,10 @@ def refit_belief(
     estimate_every_s: float,
     previous: Forecaster | None,
     kept: np.ndarray | None = None,
-) -> tuple[dict[str, Slowdown], Forecaster | None]:
+) -> tuple[dict[str, Slowdown], Forecaster | None, dict[int, ServerEstimate]]:
     """Each server's law learnt from ``looks`` (the rows of the estimate window, one entry
-    per tick) at ``now`` by the estimator of ``placement estimate``, and with ``plan_by``
-    ``forecast`` the forecaster (its last looks and the fleet's episode length).  Forecasting
+    per tick) at ``now`` by the estimator of ``placement estimate`` (in cluster order), each
+    server's estimate by position, and with ``plan_by`` ``forecast`` the forecaster (its last looks and the fleet's episode length).  Forecasting
     weighs every look the same (the law is the long run's), a look through several workers
     once, and looks as the independent observations they are (``previous``'s look weight at
     ticks ``estimate_every_s`` apart); otherwise rows weigh by recency.  ``kept`` (one weight
@@ -143,11 +146,11 @@ def refit_belief(
         weights=weights,
         prior_strength=strength,
     )
-    laws = {server_ids[sp]: e.slowdown for sp, e in est.items()}
+    laws = {server_ids[sp]: est[sp].slowdown for sp in range(len(server_ids)) if sp in est}
     forecaster = None
     if forecasting:
         forecaster = fit_forecaster([(t, c["server"], c["ratio"]) for t, c in looks], now, laws, server_ids)
-    return laws, forecaster
+    return laws, forecaster, est
 
 
 def forecaster_to_dict(f: Forecaster | None) -> dict[str, Any] | None:

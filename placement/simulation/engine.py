@@ -59,9 +59,7 @@ from placement.simulation.running import (
     held_row,
     iteration_ms,
     observed,
-    placed_on,
-    set_stages,
-    shards_on,
+    running_on,
 )
 from placement.simulation.workload import TraceJob, Workload
 from placement.simulation.workload.reference import as_measured, profiles_of, refuse_low_gamma
@@ -384,16 +382,7 @@ class _Simulation(Replanning):
         shards: dict[int, int] | None = None,
         stages: Sequence[Sequence[int]] | None = None,
     ) -> Running:
-        sps, a, comm = placed_on(self.cluster, tj, alloc)
-        if tj.architecture == "ps" and not shards:
-            raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
-        ps_sps, ps_c = shards_on(self.cluster, tj, alloc, shards or {})
-        r = Running(
-            tj, dict(alloc), sps, a, comm, 0.0, start=self.now, t_last=self.now, since=self.now, resumed=self.now
-        )
-        r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
-        set_stages(self.cluster, r, stages)
-        return r
+        return running_on(self.cluster, tj, alloc, shards, stages, self.now)
 
     def _start(self, r: Running) -> None:
         tj, alloc = r.tj, r.alloc
@@ -500,7 +489,7 @@ class _Simulation(Replanning):
         kept = None
         if self.detector is not None:  # forget what a server showed before its law changed
             kept = self.detector.kept([c["server"] for _, c in self.logs.chunks])
-        laws, forecaster = refit_belief(
+        laws, forecaster, _ = refit_belief(
             list(self.logs.chunks),
             self.now,
             self.server_ids,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from placement.formats.instance import job_to_dict
-from placement.model.records import Instance, Slowdown
+from placement.model.records import Instance, Slowdown, Solution
 from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
 from placement.simulation.decisions import Floors, believed_job, decision_instance, waits_until
@@ -291,6 +291,7 @@ class Policy:
         if sol.status.value == "error":
             raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
         if not sol.assignment:
+            self._log_place(inst, free, sol, set(), set())
             return set(), 0, len(offer)
         placed = set(sol.assignment)
         held: set[str] = set()
@@ -316,21 +317,27 @@ class Policy:
                     self._start(r)
         started = placed - held
         self.queue = [j for j in self.queue if j.id not in started]
-        if self.decisions is not None:
-            self.decisions.write(
-                {
-                    "kind": "place",
-                    "t": self.now,
-                    "jobs": [job_to_dict(dataclasses.replace(j, slowdown={})) for j in inst.jobs],
-                    "free": {sid: int(k) for sid, k in zip(self.server_ids, free) if k},
-                    "placed": {j: dict(sol.assignment[j]) for j in sorted(placed)},
-                    "shards": {j: dict(sol.shards[j]) for j in sorted(placed) if j in sol.shards},
-                    "stages": {j: [list(r) for r in sol.stages[j]] for j in sorted(placed) if j in sol.stages},
-                    "waits": sorted(held),
-                    "running": len(self.running),
-                }
-            )
+        self._log_place(inst, free, sol, placed, held)
         return held, len(started), len(offer)
+
+    def _log_place(self, inst: Instance, free: np.ndarray, sol: Solution, placed: set[str], held: set[str]) -> None:
+        """The decision log's record of a placement decision (the jobs offered, as a caller
+        would post them, the free GPUs, what was placed and which of those wait)."""
+        if self.decisions is None:
+            return
+        self.decisions.write(
+            {
+                "kind": "place",
+                "t": self.now,
+                "jobs": [job_to_dict(dataclasses.replace(j, slowdown={})) for j in inst.jobs],
+                "free": {sid: int(k) for sid, k in zip(self.server_ids, free) if k},
+                "placed": {j: dict(sol.assignment[j]) for j in sorted(placed)},
+                "shards": {j: dict(sol.shards[j]) for j in sorted(placed) if j in sol.shards},
+                "stages": {j: [list(r) for r in sol.stages[j]] for j in sorted(placed) if j in sol.stages},
+                "waits": sorted(held),
+                "running": len(self.running),
+            }
+        )
 
     def _room(self) -> tuple[int, int]:
         """The free GPUs' shape a waiting job hopes to see grow: the most free GPUs of a

@@ -269,8 +269,8 @@ class Replanning(Policy):
         movers = [
             Mover(
                 r.tj.id,
-                {ids[sp]: k for sp, k in r.alloc.items()},
-                {ids[sp]: k for sp, k in r.shards.items()},
+                {ids[sp]: k for sp, k in sorted(r.alloc.items())},
+                {ids[sp]: k for sp, k in sorted(r.shards.items())},
                 tuple(tuple(ids[sp] for sp in row) for row in r.stages),
             )
             for r in runs

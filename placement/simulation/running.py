@@ -29,6 +29,9 @@ __all__ = [
     "advance",
     "finished_row",
     "problem_job",
+    "trace_job",
+    "running_on",
+    "profiled_ms",
     "placed_on",
     "shards_on",
     "set_stages",
@@ -110,12 +113,60 @@ def problem_job(tj: TraceJob, **extra: Any) -> Job:
     )
 
 
+def trace_job(job: Job, submit_s: float = 0.0) -> TraceJob:
+    """The trace job whose :func:`problem_job` has ``job``'s shape (its own iterations and
+    weight; a problem's placement rules, such as ``allowed_servers``, are not a trace's)."""
+    return TraceJob(
+        job.id,
+        submit_s,
+        job.workers,
+        int(job.iterations or 1),
+        job.compute_ms,
+        job.gradient_mb,
+        weight=job.weight,
+        gpu_speed=job.gpu_speed,
+        architecture=job.architecture,
+        ps_shards=job.ps_shards,
+        tp=job.tp,
+        pp=job.pp,
+        dp=job.dp,
+        microbatches=job.microbatches,
+        activation_mb=job.activation_mb,
+    )
+
+
+def running_on(
+    cluster: Instance,
+    tj: TraceJob,
+    alloc: dict[int, int],
+    shards: dict[int, int] | None = None,
+    stages: Sequence[Sequence[int]] | None = None,
+    now: float = 0.0,
+) -> Running:
+    """``tj`` placed at ``now`` on ``alloc`` (server position -> workers), its shards and
+    stage matrix: its compute times, communication and straggler-free time ``ideal_ms``."""
+    sps, a, comm = placed_on(cluster, tj, alloc)
+    if tj.architecture == "ps" and not shards:
+        raise SimulationError(f"job {tj.id!r} is a parameter-server job placed without shards")
+    ps_sps, ps_c = shards_on(cluster, tj, alloc, shards or {})
+    r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=now, t_last=now, since=now, resumed=now)
+    r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
+    set_stages(cluster, r, stages)
+    return r
+
+
+def profiled_ms(job: Job, gpu_type: str) -> float:
+    """A worker's straggler-free compute time (ms) on a GPU of ``gpu_type``: what a logged
+    worker time is divided by with ``ratio_to="profiled"``."""
+    return job.compute_ms / (job.speed(gpu_type) or math.nan)
+
+
 def placed_on(cluster: Instance, tj: TraceJob, alloc: dict[int, int]) -> tuple[np.ndarray, np.ndarray, float]:
     """Server positions, per-server compute times ``a`` and all-reduce time of ``tj`` on
     ``alloc`` (0 for a parameter-server job: its phase is :func:`shards_on`'s)."""
     sps = np.array(sorted(alloc), dtype=np.int64)
     job = problem_job(tj)
-    a = np.array([tj.compute_ms / (job.speed(cluster.servers[sp].gpu_type) or math.nan) for sp in sps])
+    a = np.array([profiled_ms(job, cluster.servers[sp].gpu_type) for sp in sps])
     if not np.isfinite(a).all():
         raise SimulationError(f"job {tj.id!r} was placed on a GPU type it cannot use")
     bw = cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sps])

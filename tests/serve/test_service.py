@@ -91,17 +91,23 @@ def rows_where_slow(slow: str, fast: str, n=40):
 @pytest.mark.parametrize("slow,fast", [("s0", "s1"), ("s1", "s0")])
 def test_pushed_iteration_rows_refit_the_estimates_and_steer_the_next_placement(tmp_path, clock, slow, fast):
     svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), clock=clock)
-    assert svc.ingest(rows_where_slow(slow, fast)) == {"accepted": 120}
+    rows = rows_where_slow(slow, fast, n=240)
+    for k in range(24):  # ten iterations a push, a push each refit period: 24 looks at each server
+        assert svc.ingest(rows[30 * k : 30 * (k + 1)]) == {"accepted": 30}
+        clock.t += ServeConfig().refit_every_s
     fit = svc.refit()
-    assert fit["rows"] == 120
+    assert fit["rows"] == 720
     est = svc.state()["estimates"]
     mean = {s: sum(v * p for v, p in zip(e["values"], e["probs"])) for s, e in est.items()}
     assert mean[slow] > 1.5 > mean[fast]
     out = svc.place({"jobs": [job("a", 4)]})
     assert out["assignment"] == {"a": {fast: 4}}
-    # rows older than the window stop counting
+    # with no new rows the estimates keep what the last ones said (the window ends at the newest
+    # row, as the simulator's ends at its last tick); rows a window older than the newest stop counting
     clock.t += ServeConfig().estimate_window_s + 1
-    assert svc.refit()["rows"] == 0
+    assert svc.refit()["rows"] == 720
+    svc.ingest(rows[:30])
+    assert svc.refit()["rows"] == 30
 
 
 def test_bad_input_is_named_field_by_field_and_changes_nothing(tmp_path, clock):

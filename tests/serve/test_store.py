@@ -13,11 +13,11 @@ from placement.serve.store import HEAD, StateError, Store, engine_for, url_of
 def test_a_new_database_is_migrated_to_the_head_and_reopened_as_it_is(tmp_path):
     path = tmp_path / "s.db"
     store = Store.open(path)
-    assert store.revision() == HEAD == "0002"
+    assert store.revision() == HEAD == "0003"
     with store.write() as conn:
         store.set_meta(conn, "k", "v")
     again = Store.open(path)  # migrate() on a database at the head changes nothing
-    assert again.revision() == "0002"
+    assert again.revision() == HEAD
     with again.read() as conn:
         assert again.get_meta(conn, "k") == "v"
         tables = set(sa.inspect(conn).get_table_names())
@@ -55,7 +55,7 @@ def test_migrate_is_idempotent_on_a_live_store(tmp_path):
     store = Store.open(tmp_path / "s.db")
     store.migrate()
     store.migrate()
-    assert store.revision() == "0002"
+    assert store.revision() == HEAD
 
 
 def test_a_database_of_the_first_schema_is_upgraded_and_keeps_its_rows(tmp_path):
@@ -76,5 +76,33 @@ def test_a_database_of_the_first_schema_is_upgraded_and_keeps_its_rows(tmp_path)
         conn.execute(sa.text("INSERT INTO jobs (id, spec, state, placed_at) VALUES ('a', '{}', 'running', 1.0)"))
         conn.execute(sa.text("INSERT INTO holdings (job_id, server, workers, shards) VALUES ('a', 's0', 4, 0)"))
     svc = Service(Store.open(path), placement.load_bundled("demo"))
-    assert svc.store.revision() == "0002"
+    assert svc.store.revision() == HEAD
     assert svc.state()["assignment"] == {"a": {"s0": 4}}
+    with svc.store.read() as conn:  # 0003: a running job's start order and the end of its restart
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("jobs")}
+    assert {"started_seq", "paused_until"} <= columns
+
+
+def test_a_database_of_the_second_schema_is_upgraded_and_its_running_jobs_replan(tmp_path):
+    """A state of revision 0002 (before a running job's start order and restart were kept)
+    opens here at the head with its rows; its running jobs are re-planned as before."""
+    import placement
+    from placement.serve.service import Service
+
+    path = tmp_path / "old.db"
+    old = Store(engine_for(url_of(path)), url_of(path))
+    old.migrate(to="0002")
+    assert old.revision() == "0002"
+    spec = '{"id": "a", "workers": 4, "compute_ms": 100, "gradient_mb": 50, "iterations": 1000}'
+    with old.write() as conn:
+        conn.execute(sa.text("INSERT INTO meta (key, value) VALUES ('version', '0')"))
+        conn.execute(sa.text(f"INSERT INTO jobs (id, spec, state, placed_at) VALUES ('a', '{spec}', 'running', 1.0)"))
+        conn.execute(sa.text("INSERT INTO holdings (job_id, server, workers, shards) VALUES ('a', 's0', 4, 0)"))
+        conn.execute(sa.text("INSERT INTO gangs (id, size, job, created_at) VALUES ('ns/g', 2, '{}', 1.0)"))
+    svc = Service(Store.open(path), placement.load_bundled("demo"))
+    assert svc.store.revision() == HEAD
+    with svc.store.read() as conn:
+        assert conn.execute(sa.text("SELECT started_seq, paused_until FROM jobs")).all() == [(None, None)]
+        assert conn.execute(sa.text("SELECT id FROM gangs")).scalars().all() == ["ns/g"]
+    out = svc.replan()
+    assert out["priced"] == 1 and out["moves"] == []  # alone on an idle cluster: nowhere better
