@@ -50,9 +50,40 @@ from placement.simulation.config import DECISION_TIME_LIMIT_S
 @click.option(
     "--move-margin",
     type=click.FloatRange(min=0, max=1),
-    default=0.05,
+    default=None,
+    help="A proposed move must also beat this share of the job's expected iteration time while no job "
+    "waits [default: the simulator's for the knowledge, 0.05 estimated, 0 oracle].",
+)
+@click.option(
+    "--knowledge",
+    type=click.Choice(["estimated", "oracle"]),
+    default="estimated",
     show_default=True,
-    help="A proposed move must also beat this share of the job's expected iteration time.",
+    help="estimated: learn each server from the pushed rows and telemetry (the cluster file's laws until the "
+    "first refit); oracle: believe the cluster file's laws always.",
+)
+@click.option(
+    "--plan-by",
+    type=click.Choice(["forecast", "expected", "rate"]),
+    default="forecast",
+    show_default=True,
+    help="What a decision's expected time comes from: each server's forecast over the job's horizon, its "
+    "distribution, or its steady rate (the simulator's --plan-by).",
+)
+@click.option(
+    "--ratio-to",
+    type=click.Choice(["median", "profiled"]),
+    default="median",
+    show_default=True,
+    help="A pushed row's duration over its job's median worker that iteration, or over the worker's "
+    "straggler-free compute time from the job's spec (rows that are compute times).",
+)
+@click.option(
+    "--patience",
+    type=click.FloatRange(min=0, max=100),
+    default=None,
+    help="A placed job slower than its straggler-free best waits for better GPUs this many times what it would "
+    "lose, while jobs hold GPUs; 0: never [default: the simulator's, 1].",
 )
 @click.option(
     "--kubernetes",
@@ -92,7 +123,11 @@ def serve(
     reservation_s: float,
     refit_every_s: float,
     restart_s: float,
-    move_margin: float,
+    move_margin: float | None,
+    knowledge: str,
+    plan_by: str,
+    ratio_to: str,
+    patience: float | None,
     kubernetes: bool,
     prometheus_url: str | None,
     prometheus_hosts: str | None,
@@ -101,7 +136,8 @@ def serve(
 ) -> None:
     """Run the proactive loop as a service on CLUSTER (an instance file or bundled name; its jobs
     are ignored; optional once the state holds one): POST /v1/place, /v1/jobs/{id}/start|finish|
-    release, /v1/observations; GET /v1/state, /healthz, /metrics; OpenAPI at /docs."""
+    release|move, /v1/observations, /v1/replan, /v1/moves; GET /v1/state, /v1/replan, /healthz,
+    /metrics; OpenAPI at /docs.  It decides as placement simulate's loop does."""
     import importlib.util
     import sys
 
@@ -128,7 +164,11 @@ def serve(
         refit_every_s=refit_every_s,
         restart_s=restart_s,
         move_margin=move_margin,
+        knowledge=knowledge,
+        plan_by=plan_by,
+        ratio_to=ratio_to,
         seed=seed,
+        **({"patience": patience} if patience is not None else {}),
     )
     where = state or DEFAULT_STATE
     err(f"placement serve: http://{host}:{port} (state {where}; OpenAPI at /docs; Ctrl-C stops)")

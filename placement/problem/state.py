@@ -199,8 +199,8 @@ class State:
                 ids = [self.instance.servers[sp].id for sp in k]
                 bw = self.cluster.bandwidth(ids)
                 t = slots * float(ek) + comm_ms(job, bw, len(k), self.instance.terms_by_bandwidth)
-                if job.is_hybrid and bw <= 0:
-                    t = math.inf  # groups that cannot reach each other
+                if bw <= 0 and (job.is_hybrid or len(k) > 1):
+                    t = math.inf  # servers that cannot reach each other (even with nothing to send)
                 if not meets_deadline(job, t) and not job.is_ps:  # a PS job's phase comes on top: cost()
                     t = math.inf
                 # weight factor may be 0 (jct objective with 0 iterations is refused by the loader)
