@@ -94,23 +94,13 @@ class Running:
         return set(self.alloc) | set(self.shards)
 
 
+SHAPE_FIELDS = ("gpu_speed", "architecture", "ps_shards", "tp", "pp", "dp", "microbatches", "activation_mb")
+"""The fields a trace job and a problem's job share beyond id, size, compute and gradient."""
+
+
 def problem_job(tj: TraceJob, **extra: Any) -> Job:
     """The placement problem's job for trace job ``tj`` (``extra``: a decision's fields)."""
-    return Job(
-        tj.id,
-        tj.workers,
-        tj.compute_ms,
-        tj.gradient_mb,
-        gpu_speed=tj.gpu_speed,
-        architecture=tj.architecture,
-        ps_shards=tj.ps_shards,
-        tp=tj.tp,
-        pp=tj.pp,
-        dp=tj.dp,
-        microbatches=tj.microbatches,
-        activation_mb=tj.activation_mb,
-        **extra,
-    )
+    return Job(tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, **{k: getattr(tj, k) for k in SHAPE_FIELDS}, **extra)
 
 
 def trace_job(job: Job, submit_s: float = 0.0) -> TraceJob:
@@ -124,14 +114,7 @@ def trace_job(job: Job, submit_s: float = 0.0) -> TraceJob:
         job.compute_ms,
         job.gradient_mb,
         weight=job.weight,
-        gpu_speed=job.gpu_speed,
-        architecture=job.architecture,
-        ps_shards=job.ps_shards,
-        tp=job.tp,
-        pp=job.pp,
-        dp=job.dp,
-        microbatches=job.microbatches,
-        activation_mb=job.activation_mb,
+        **{k: getattr(job, k) for k in SHAPE_FIELDS},
     )
 
 
