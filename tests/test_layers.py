@@ -298,6 +298,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.serve.migrations.versions.rev_0002_gangs": ("serve/test_store.py", '"0002"'),
     "placement.serve.migrations.versions.rev_0003_moves": ("serve/test_store.py", "started_seq"),
     "placement.simulation.decisions": ("serve/test_parity.py", "placement.simulation.decisions"),
+    "placement.simulation.hindsight": ("simulation/test_dynamics.py", "Lookahead"),
 }
 """Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the
 test file that covers them.  A package's ``__init__`` is covered by its folder of tests."""

@@ -58,7 +58,7 @@ from placement.solving.budget import CLOCKS
     "--knowledge",
     default="oracle",
     show_default=True,
-    help="Comma-separated: oracle, estimated, oblivious, clairvoyant (a reference).",
+    help="Comma-separated: oracle, estimated, oblivious, clairvoyant, hindsight (the last two references).",
 )
 @click.option(
     "--dynamics",

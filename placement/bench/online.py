@@ -185,6 +185,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "proactive-e30": {**PREVIOUS, "estimate_every_s": 1800.0},
     "proactive-d01": {**PREVIOUS, "decision_time_limit_s": 0.1},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
+    # the hidden future known (each server's realised path over a job's horizon), moves priced
+    # as the loop's: what knowing the future buys, every other rule the loop's
+    "hindsight": {"method": "auto", "knowledge": "hindsight", **REPLAN},
     # the loop with no stragglers at all: its own straggler inflation is proactive minus this
     "proactive-none": {**PROACTIVE, "dynamics": "none"},
     # the clairvoyant placement on the loop's own start times (queue replay): what knowing the

@@ -84,7 +84,7 @@ class Belief:
         self.forecaster = forecaster
         self.horizon_cache: dict[float, Mapping[str, Slowdown]] = {}
         k = self.knowledge
-        if k in ("oracle", "clairvoyant") and self.truthful:
+        if k in ("oracle", "clairvoyant", "hindsight") and self.truthful:
             servers = self.cluster.servers
         elif k != "estimated" or not estimates:  # oblivious; or the truth is no slowdown at all
             servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in self.cluster.servers)
@@ -95,7 +95,7 @@ class Belief:
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
         self.servers: tuple[Server, ...] = servers
         self.cycle_s = math.inf
-        if k == "clairvoyant":  # every job gets its own forecasts (overrides): no rate view
+        if k in ("clairvoyant", "hindsight"):  # every job gets its own forecasts (overrides): no rate view
             self.rate_view, self.table, self.scenarios = {}, None, None
             return
         self.rate_view = rate_points(servers, scen)
@@ -125,7 +125,7 @@ class Belief:
 
     def overrides(self, ideal_s: float) -> Mapping[str, Any]:
         """The per-job slowdown overrides of a job of ``ideal_s`` seconds (left to run)."""
-        if self.knowledge == "clairvoyant" and self.truthful and self.forecast is not None:
+        if self.knowledge in ("clairvoyant", "hindsight") and self.truthful and self.forecast is not None:
             return self.forecast(horizon_bucket(ideal_s))  # read-only, shared (as below)
         if self.forecaster is not None:
             h = horizon_bucket(ideal_s)

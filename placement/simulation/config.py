@@ -36,11 +36,13 @@ __all__ = [
     "size_class_fields",
 ]
 
-KNOWLEDGE = ("oracle", "estimated", "oblivious", "clairvoyant")
+KNOWLEDGE = ("oracle", "estimated", "oblivious", "clairvoyant", "hindsight")
 """What the scheduler knows of the slowdowns: the true laws (``oracle``), estimates refitted from
-the iteration logs (``estimated``), nothing (``oblivious``), or the hidden state now with the
-law it evolves by (``clairvoyant``: each server's forecast over the job's horizon; a reference
-for what prediction could reach, not something a scheduler can have)."""
+the iteration logs (``estimated``), nothing (``oblivious``), the hidden state now with the law
+it evolves by (``clairvoyant``: each server's forecast over the job's horizon), or the hidden
+future itself (``hindsight``: each server's realised path over the job's horizon,
+:mod:`placement.simulation.hindsight`).  The last two are references for what prediction could
+reach, not something a scheduler can have."""
 PLAN_BY = ("forecast", "expected", "rate", "duration")
 RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles

@@ -48,6 +48,7 @@ from placement.simulation.config import (
 from placement.simulation.decisions import Floors, refit_belief
 from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import server_looks
+from placement.simulation.hindsight import Lookahead
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, DecisionLog, IterationLog
 from placement.simulation.queues import QUEUES as QUEUE_POLICIES
@@ -134,7 +135,9 @@ class _Simulation(Replanning):
         self.S = self.truth.start()
         self.S0 = self.S.copy()
         self.slow_log: dict[str, list[Any]] = {"time_s": [], "server": [], "value": []}
-        self.changes = self.truth.changes(self.S.copy())
+        self.changes = Lookahead(self.truth.changes(self.S.copy()))
+        self.paths: dict[float, Mapping[str, Slowdown]] = {}
+        self.paths_at = -math.inf
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
         self.now = 0.0
@@ -310,7 +313,7 @@ class _Simulation(Replanning):
         finished or moved since, or the beliefs changed (clairvoyant: always; estimated: some
         server's believed mean by more than ``replan_threshold``, relative).  Otherwise it
         would solve the same instance with less work left to repay a move."""
-        if self.placed_since_replan or self.replan_means is None or self.cfg.knowledge == "clairvoyant":
+        if self.placed_since_replan or self.replan_means is None or self.cfg.knowledge in ("clairvoyant", "hindsight"):
             return True
         if self.cfg.knowledge != "estimated":
             return False
@@ -347,7 +350,7 @@ class _Simulation(Replanning):
         self.push(t, _PATIENCE)
 
     def _push_next_change(self) -> None:
-        nxt = next(self.changes, None)
+        nxt = self.changes.next()
         if nxt is not None:
             self.push(nxt[0], _CHANGE, nxt[1])
 

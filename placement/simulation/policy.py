@@ -22,6 +22,7 @@ from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
 from placement.simulation.decisions import Floors, believed_job, decision_instance, waits_until
 from placement.simulation.dynamics import Dynamics
+from placement.simulation.hindsight import Lookahead
 from placement.simulation.observations import DecisionLog
 from placement.simulation.queues import Candidate, QueuePolicy
 from placement.simulation.running import (
@@ -58,6 +59,9 @@ class Policy:
     template: Instance | None
     stale: bool
     forecasts: dict[float, Mapping[str, Slowdown]]
+    changes: Lookahead
+    paths: dict[float, Mapping[str, Slowdown]]
+    paths_at: float
     decision_walls: list[float]
     replan_walls: list[float]
     place_walls: list[float]
@@ -142,7 +146,18 @@ class Policy:
 
     def _forecast(self, horizon_s: float) -> Mapping[str, Slowdown]:
         """Every server's forecast over ``horizon_s`` from the hidden state now (clairvoyant
-        knowledge), cached until the state changes; read-only, shared by the jobs it serves."""
+        knowledge), cached until the state changes, or its realised path over the horizon
+        (hindsight knowledge, :meth:`.hindsight.Lookahead.path`), cached for the instant;
+        read-only, shared by the jobs it serves."""
+        if self.cfg.knowledge == "hindsight":
+            if self.paths_at != self.now:
+                self.paths_at, self.paths = self.now, {}
+            p = self.paths.get(horizon_s)
+            if p is None:
+                p = self.paths[horizon_s] = MappingProxyType(
+                    self.changes.path(self.S, self.now, horizon_s, self.server_ids)
+                )
+            return p
         f = self.forecasts.get(horizon_s)
         if f is None:
             out = {}

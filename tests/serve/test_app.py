@@ -94,20 +94,37 @@ bodies = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=5),
     max_leaves=20,
 )
-shaped = st.fixed_dictionaries(
-    {
-        "jobs": st.lists(
-            st.dictionaries(st.sampled_from(["id", "workers", "compute_ms", "gradient_mb", "x"]), bodies, max_size=5),
-            max_size=3,
+shaped = (
+    st.fixed_dictionaries(
+        {
+            "jobs": st.lists(
+                st.dictionaries(
+                    st.sampled_from(["id", "workers", "compute_ms", "gradient_mb", "x"]), bodies, max_size=5
+                ),
+                max_size=3,
+            )
+        }
+    )
+    | st.fixed_dictionaries(
+        {
+            "moves": st.lists(
+                st.dictionaries(st.sampled_from(["job", "to", "stages", "shards", "x"]), bodies, max_size=4), max_size=3
+            )
+        }
+    )
+    | st.fixed_dictionaries({"progress": st.dictionaries(st.sampled_from(["a", "b"]), bodies), "queued": bodies})
+    | (
+        st.fixed_dictionaries(
+            {
+                "rows": st.lists(
+                    st.dictionaries(
+                        st.sampled_from(["job", "worker", "server", "iteration", "duration"]), bodies, max_size=6
+                    ),
+                    max_size=3,
+                )
+            }
         )
-    }
-) | st.fixed_dictionaries(
-    {
-        "rows": st.lists(
-            st.dictionaries(st.sampled_from(["job", "worker", "server", "iteration", "duration"]), bodies, max_size=6),
-            max_size=3,
-        )
-    }
+    )
 )
 
 
@@ -123,6 +140,8 @@ shaped = st.fixed_dictionaries(
             "/v1/gangs",
             "/scheduler/filter",
             "/v1/jobs/a/move",
+            "/v1/moves",
+            "/v1/replan",
             "/scheduler/prioritize",
         ]
     ),
