@@ -419,6 +419,7 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
                 own[c] = [m, lo, hi]
     return {
         "own_inflation": own,
+        "run_time_vs_best": _run_time_vs_best(per),
         "configs": configs,
         "effects": effects,
         "consolidation_inflation": inflation,
@@ -430,6 +431,26 @@ def _cell_summary(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
             if "consolidate" in per and c != "consolidate" and per[c]
         },
     }
+
+
+RUN_REFERENCES = ("clairvoyant", "hindsight", "clairvoyant-replay", "clairvoyant-replay-oracle")
+"""The references that bound the run time (JCT less queueing) of every cell and draw: knowing
+more makes each job run faster, while the queueing (who starts when, under FIFO with backfill)
+it does not bound (issue 53; ``benchmarks/online-grid-draws``)."""
+
+
+def _run_time_vs_best(per: dict[str, dict[int, dict[str, Any]]]) -> dict[str, float]:
+    """Each reference's mean run time (JCT less queueing, over seeds) over the better of
+    oracle knowledge's and the loop's (``proactive``)."""
+
+    def run(c: str) -> float | None:
+        vals = [float(r["avg_jct_s"]) - float(r["avg_queue_s"]) for r in per.get(c, {}).values()]
+        return float(np.mean(vals)) if vals else None
+
+    best = [v for v in (run("oracle"), run("proactive")) if v]
+    if not best:
+        return {}
+    return {c: v / min(best) for c in RUN_REFERENCES if (v := run(c))}
 
 
 CHANGED = ("avg_jct_s", "p99_jct_s", "avg_queue_w1_s")
