@@ -165,13 +165,14 @@ PROACTIVE = {"method": "auto", "knowledge": "estimated", **REPLAN}
 PREVIOUS = {**PROACTIVE, "move_margin": 0.05}
 """The proactive loop with the defaults before 2026-12-06 (a 5% move margin, jobs waiting or
 not)."""
+CONFIGS_ORACLE: dict[str, Any] = {"method": "auto", "knowledge": "oracle", **REPLAN}
 CONFIGS: dict[str, dict[str, Any]] = {
     "consolidate": {"method": "consolidate", "knowledge": "oblivious"},
     "consolidate-none": {"method": "consolidate", "knowledge": "oblivious", "dynamics": "none"},
     "arrival": {"method": "auto", "knowledge": "estimated", "replan": "off"},
     "defrag": {"method": "auto", "knowledge": "oblivious", **REPLAN},
     "defrag-none": {"method": "auto", "knowledge": "oblivious", **REPLAN, "dynamics": "none"},
-    "oracle": {"method": "auto", "knowledge": "oracle", **REPLAN},
+    "oracle": CONFIGS_ORACLE,
     "proactive": PROACTIVE,
     "proactive-cp": {**PROACTIVE, "change_points": "bocpd"},
     # candidates on the grid: the defaults before 2026-12-06 (proactive-m5: a 5% move margin
@@ -185,6 +186,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "proactive-e30": {**PREVIOUS, "estimate_every_s": 1800.0},
     "proactive-d01": {**PREVIOUS, "decision_time_limit_s": 0.1},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
+    # the replay's control: oracle knowledge on its own start times (reproduces oracle's run exactly)
+    "oracle-replay-oracle": {**CONFIGS_ORACLE, "queue": "replay", "replay_of": "oracle", "patience": 0.0},
     # the hidden future known (each server's realised path over a job's horizon), moves priced
     # as the loop's: what knowing the future buys, every other rule the loop's
     "hindsight": {"method": "auto", "knowledge": "hindsight", **REPLAN},
