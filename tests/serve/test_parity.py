@@ -18,14 +18,21 @@ from placement.serve import ServeConfig, Service, Store, create_app
 from placement.simulation.engine import SimConfig, simulate
 from placement.simulation.runner import SimRun, load_inputs
 
-WINDOW = SimRun("demo", "elasticflow-cluster04", {"window_start_s": 4_320_000.0, "window_s": 4 * 3600.0})
+WINDOW = {"window_start_s": 4_320_000.0, "window_s": 4 * 3600.0}
 """cluster04's busy day 50, four hours of arrivals (138 jobs) on the bundled 128-GPU ``demo``
 cluster: jobs wait for better GPUs and re-plans move some."""
+MIXED = {**WINDOW, "ps_fraction": 0.2, "hybrid_fraction": 0.9}
+"""The same window with 25 parameter-server jobs and 20 hybrid-parallel ones (their shards and
+stage matrices compared too)."""
 
 
-@pytest.mark.parametrize("knowledge", ["estimated", "oracle"])
-def test_the_service_makes_the_simulators_decisions(tmp_path, knowledge):
-    cluster, workload = load_inputs(WINDOW)
+@pytest.mark.parametrize(
+    "knowledge,trace",
+    [("estimated", WINDOW), ("oracle", WINDOW), ("estimated", MIXED)],
+    ids=["estimated", "oracle", "mixed"],
+)
+def test_the_service_makes_the_simulators_decisions(tmp_path, knowledge, trace):
+    cluster, workload = load_inputs(SimRun("demo", "elasticflow-cluster04", trace))
     cfg = SimConfig(method="auto", knowledge=knowledge, replan="on", restart_s=300.0, seed=0)
     decisions, logs = tmp_path / "decisions.jsonl", tmp_path / "logs.csv"
     simulate(cluster, workload, cfg, log_path=str(logs), decisions_path=str(decisions))

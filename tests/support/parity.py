@@ -84,8 +84,9 @@ def replay(client: TestClient, clock: Clock, evs: list[tuple[float, int, dict[st
                     f"t={t}: placed {out['assignment']} waiting {sorted(out['waiting'])}; "
                     f"the simulator placed {want} waiting {rec['waits']}"
                 )
-            if out["stages"] != {j: s for j, s in rec["stages"].items() if j in want}:
-                diffs.append(f"t={t}: stages differ: {out['stages']} != {rec['stages']}")
+            for key in ("shards", "stages"):  # parameter-server shards, hybrid stage matrices
+                if out[key] != {j: v for j, v in rec[key].items() if j in want}:
+                    diffs.append(f"t={t}: {key} differ: {out[key]} != {rec[key]}")
             for j in out["assignment"]:
                 ok(client.post(f"/v1/jobs/{j}/start"))
         elif kind == "finish":
@@ -96,6 +97,10 @@ def replay(client: TestClient, clock: Clock, evs: list[tuple[float, int, dict[st
             got = {m["job"]: m["to"] for m in out["moves"]}
             if got != rec["moves"]:
                 diffs.append(f"t={t}: moves {got}; the simulator moved {rec['moves']}")
+            for key in ("shards", "stages"):
+                mine = {m["job"]: m[key] for m in out["moves"] if key in m}
+                if mine != rec[key]:
+                    diffs.append(f"t={t}: moved {key} {mine}; the simulator's {rec[key]}")
             if out["moves"]:
                 keys = ("job", "to", "stages", "shards")
                 ok(client.post("/v1/moves", json={"moves": [{k: m[k] for k in keys if k in m} for m in out["moves"]]}))
