@@ -53,7 +53,9 @@ def sync(
     state = client.get("/v1/state").json()
     jobs = read_squeue_json(run(["squeue", "--json"]))
     by_id = {job_id_of(j): j for j in jobs}
-    held = {jid: s["state"] for jid, s in state["jobs"].items() if jid.startswith(PREFIX)}
+    held = {  # a job that waits for better GPUs (patience) holds none: it is offered again
+        jid: s["state"] for jid, s in state["jobs"].items() if jid.startswith(PREFIX) and s["state"] != "waiting"
+    }
     counts = dict.fromkeys(("pinned", "started", "ended", "waiting", "skipped"), 0)
     for jid, s in sorted(held.items()):
         j = by_id.get(jid)
@@ -78,7 +80,13 @@ def sync(
         placed = r.json()["assignment"].get(jid)
         if placed is None:
             counts["waiting"] += 1
-            say(f"{jid}: {j.gpus} GPU(s) do not fit the free GPUs now; it stays pending")
+            until = r.json().get("waiting", {}).get(jid)
+            why = (
+                f"waits for better GPUs (patience) until t={until:.0f} s"
+                if until is not None
+                else f"{j.gpus} GPU(s) do not fit the free GPUs now"
+            )
+            say(f"{jid}: {why}; it stays pending")
             continue
         argv = update_argv(j, placed)
         if argv is None:

@@ -144,3 +144,36 @@ def test_slurm_sync_says_when_the_service_does_not_answer():
 
     r = CliRunner().invoke(cli, ["slurm-sync", "http://127.0.0.1:9", "--dry-run"])
     assert r.exit_code == 1 and "did not answer" in r.stderr and "Traceback" not in r.output
+
+
+def test_a_job_that_waits_for_better_gpus_stays_pending_and_is_offered_again(tmp_path, clock):
+    """Patience through Slurm: a pending job whose only placement now spreads it over two
+    half-busy servers waits (it stays pending, the service holds nothing for it), is offered
+    again on the next pass, and is pinned to one whole server once one frees up."""
+    from support.serving import two_servers
+
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(two_servers()), ServeConfig(), clock)
+    for jid, server in (("a", "s0"), ("b", "s1")):
+        spec = {"id": jid, "workers": 4, "compute_ms": 100, "gradient_mb": 400, "iterations": 10_000}
+        svc.place({"jobs": [{**spec, "allowed_servers": [server]}]})
+        svc.start(jid)
+    pending = squeue(
+        job(7, tasks=8, tres_per_task="gres/gpu:1", comment="placement:compute_ms=100,gradient_mb=400,iterations=100000")
+    )
+    ran = []
+
+    def run(argv):
+        ran.append(list(argv))
+        return pending if argv[0] == "squeue" else ""
+
+    said: list[str] = []
+    with TestClient(create_app(svc)) as client:
+        assert sync(client, run, say=said.append)["waiting"] == 1
+        assert "waits for better GPUs" in said[-1], said
+        assert client.get("/v1/state").json()["jobs"]["slurm-7"]["state"] == "waiting"
+        clock.t += 60
+        assert sync(client, run, say=said.append)["waiting"] == 1  # offered again, not taken for held
+        svc.finish("a")
+        assert sync(client, run, say=said.append)["pinned"] == 1, said
+        assert client.get("/v1/state").json()["assignment"]["slurm-7"] == {"s0": 8}
+        assert any(a[:2] == ["scontrol", "update"] for a in ran)
