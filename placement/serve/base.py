@@ -64,8 +64,9 @@ class ServiceBase:
             cluster = cluster.replace(jobs=())
             self._check_holdings_fit(conn, cluster)
             store.set_meta(conn, "cluster", store.dumps(instance_to_dict(cluster)))
-            if store.get_meta(conn, "version") is None:
-                store.set_meta(conn, "version", "0")
+            for key, value in (("version", "0"), ("starts", "0"), ("forecaster", "null")):
+                if store.get_meta(conn, key) is None:  # made once here: replicas then only update them
+                    store.set_meta(conn, key, value)
         self.cluster = cluster
         self._doc = instance_to_dict(cluster)
         self.last_refit: float | None = None
@@ -89,10 +90,15 @@ class ServiceBase:
             raise InvalidInputError(problems, source=self.store.url)
 
     def _expire(self, conn: sa.Connection, now: float) -> list[str]:
-        """Reservations past their time end (their GPUs are freed)."""
+        """Reservations past their time end (their GPUs are freed), and so do jobs that wait
+        for better GPUs and were not offered again within ``reservation_s`` of the end of their
+        patience (the caller gave them up)."""
         gone = list(
             conn.execute(sa.select(jobs.c.id).where(jobs.c.state == "reserved", jobs.c.reserved_until < now)).scalars()
         )
+        stale = sa.and_(jobs.c.state == "waiting", jobs.c.reserved_until < now - self.config.reservation_s)
+        if conn.execute(sa.select(sa.func.count()).select_from(jobs).where(stale)).scalar_one():
+            conn.execute(jobs.update().where(stale).values(state="expired", ended_at=now))
         if gone:
             conn.execute(jobs.update().where(jobs.c.id.in_(gone)).values(state="expired", ended_at=now))
             conn.execute(holdings.delete().where(holdings.c.job_id.in_(gone)))

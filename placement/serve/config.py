@@ -80,8 +80,9 @@ class ServeConfig:
     move_margin: float | None = None
     """A move must also beat this share of the job's expected iteration time while no job
     waits (``None``: the simulator's default for the knowledge, 5% with estimated)."""
-    queued_move_margin: float = QUEUED_MOVE_MARGIN
-    """The move margin while jobs wait (a re-plan's ``queued``)."""
+    queued_move_margin: float | None = None
+    """The move margin while jobs wait (a re-plan's ``queued``); ``None``: ``move_margin`` when
+    that is given, else the simulator's default (none: the queue counts)."""
     retries: int = 8
     """Tries of a decision in all (see :meth:`Service.place`)."""
     optimistic: int = 2
@@ -104,5 +105,7 @@ class ServeConfig:
     def margin(self, queued: bool) -> float:
         """The move margin in force, while jobs wait (``queued``) or not."""
         if queued:
-            return self.queued_move_margin
+            if self.queued_move_margin is not None:
+                return self.queued_move_margin
+            return QUEUED_MOVE_MARGIN if self.move_margin is None else self.move_margin
         return MOVE_MARGIN.get(self.knowledge, 0.0) if self.move_margin is None else self.move_margin

@@ -47,7 +47,7 @@ class Moves(ServiceBase):
             rows = conn.execute(
                 sa.select(jobs.c.id, jobs.c.spec, jobs.c.stages, jobs.c.paused_until)
                 .where(jobs.c.state == "running")
-                .order_by(jobs.c.started_seq, jobs.c.id)
+                .order_by(jobs.c.started_seq.asc().nulls_first(), jobs.c.started_at, jobs.c.id)
             ).all()
             done = dict(
                 conn.execute(
@@ -204,15 +204,18 @@ class Moves(ServiceBase):
             )
             shards = {j: dict(m.get("shards") or shards_now.get(j, {})) for j, m in wanted.items()}
             stages = {j: m["stages"] for j, m in wanted.items() if m.get("stages") is not None}
+            at = {j: i for i, j in enumerate(ids)}
             problems = [
-                str(v)
+                f"moves[{at[v.job]}]: {v}" if v.job in at else str(v)
                 for v in validate(
                     inst,
                     {j: dict(m["to"]) for j, m in wanted.items()},
                     shards={j: z for j, z in shards.items() if z} or None,
                     stages=stages or None,
                 )
-                if v.kind != "gpus"  # capacity: the holdings' check below, a conflict
+                # capacity: the holdings' check below, a conflict; a deadline: a running job's
+                # whole iterations are not what it has left (the re-plan priced those)
+                if v.kind not in ("gpus", "deadline")
             ]
             if problems:
                 raise InvalidInputError(problems)

@@ -171,7 +171,7 @@ class Service(Learning, Moves):
                     [[pos[s] for s in row] for row in sol.stages.get(job.id, ())],
                 )
                 first = read.first_offer.get(job.id, now)
-                until = waits_until(first, self.config.patience, tj.iterations, r.ideal_ms, self.floors(tj))
+                until = waits_until(first, self.config.patience, tj.iterations, r.ideal_ms, self.floors(job))
                 if until is not None and now < until:
                     out[job.id] = until
                     continue

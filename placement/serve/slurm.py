@@ -57,6 +57,10 @@ def sync(
         jid: s["state"] for jid, s in state["jobs"].items() if jid.startswith(PREFIX) and s["state"] != "waiting"
     }
     counts = dict.fromkeys(("pinned", "started", "ended", "waiting", "skipped"), 0)
+    for jid, s in sorted(state["jobs"].items()):  # a waiting job Slurm ended or forgot: given up
+        j = by_id.get(jid)
+        if jid.startswith(PREFIX) and s["state"] == "waiting" and (j is None or j.state in ENDED):
+            client.post(f"/v1/jobs/{jid}/release")
     for jid, s in sorted(held.items()):
         j = by_id.get(jid)
         if j is None or j.state in ENDED:

@@ -90,19 +90,23 @@ def waits_until(first_s: float, wait_factor: float, iterations: int, ideal_ms: f
 
 class Floors:
     """Each job shape's least straggler-free iteration time on the idle ``cluster`` (a lower
-    bound, :func:`job_lower_bound` with every slowdown 1 and every GPU free), cached."""
+    bound, :func:`job_lower_bound` with every slowdown 1 and every GPU free, on the servers the
+    job may use), cached by the job less what does not shape its placement."""
 
     def __init__(self, cluster: Instance) -> None:
         servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in cluster.servers)
         self.blank = cluster.replace(servers=servers, jobs=(), scenarios=None)
         self.cache: dict[str, float] = {}
 
-    def __call__(self, tj: TraceJob) -> float:
+    def __call__(self, job: Job | TraceJob) -> float:
+        if isinstance(job, TraceJob):
+            job = problem_job(job)
         # the job less what does not shape its placement (so new shape fields count too)
-        key = repr(dataclasses.replace(tj, id="", submit_s=0.0, iterations=1, model="", weight=1.0, deadline_s=None))
+        shape = dataclasses.replace(job, id="", iterations=1, weight=1.0, deadline_s=None, slowdown={})
+        key = repr(shape)
         floor = self.cache.get(key)
         if floor is None:
-            inst = self.blank.replace(jobs=(problem_job(tj, iterations=1),))
+            inst = self.blank.replace(jobs=(dataclasses.replace(shape, id=job.id),))
             share_derived(inst, self.blank)
             floor = self.cache[key] = job_lower_bound(inst, 0)
         return floor

@@ -213,3 +213,62 @@ def test_a_move_is_checked_by_the_validator(tmp_path, clock):
         svc.move("a", {here: 2, there: 2})
     assert svc.state()["assignment"]["a"] == {here: 4}
     assert svc.move("a", {there: 4})["holds"] == {there: 4}
+
+
+def racks() -> dict:
+    """Four 4-GPU servers, two racks of two (100 Gbit/s within a rack, 10 between)."""
+    node = {"kind": "server", "gpus": 4, "gpu_type": "A100", "intra_bandwidth_gbps": 2400}
+    servers = [{"id": f"s{i}", **node} for i in range(4)]
+    switches = [{"id": x, "kind": "switch"} for x in ("tor0", "tor1", "core")]
+    edges = [{"source": f"s{i}", "target": f"tor{i // 2}", "bandwidth_gbps": 100} for i in range(4)]
+    edges += [{"source": f"tor{r}", "target": "core", "bandwidth_gbps": 10} for r in (0, 1)]
+    return {
+        "format": "placement-instance/1",
+        "name": "racks",
+        "topology": {"nodes": servers + switches, "edges": edges},
+        "jobs": [],
+    }
+
+
+def test_patience_waits_for_a_better_placement_and_judges_a_job_by_the_servers_it_may_use(tmp_path, clock):
+    """A job spread over two racks while a rack could hold it waits (while jobs hold GPUs),
+    comes back in ``waiting`` with the end of its patience, holds nothing, keeps its first
+    offer when offered again, and is placed once a rack frees up; a job allowed only on two
+    servers of different racks is judged against its best there, and does not wait; a
+    waiting job nobody offers again ends a reservation time after its patience."""
+    svc = Service(Store.open(tmp_path / "s.db"), placement.instance_from_dict(racks()), ServeConfig(), clock)
+    spec = {"compute_ms": 100, "gradient_mb": 400, "iterations": 20_000}
+    for jid, server in (("a", "s0"), ("b", "s1"), ("c", "s2"), ("d", "s3")):  # two GPUs free on each
+        svc.place({"jobs": [{"id": jid, "workers": 2, **spec, "allowed_servers": [server]}]})
+        svc.start(jid)
+    out = svc.place({"jobs": [{"id": "x", "workers": 4, **spec}]})  # its best: one whole server
+    until = out["waiting"]["x"]
+    assert until > clock.t and out["assignment"] == {} and over_capacity(svc) == {}
+    state = svc.state()
+    assert state["jobs"]["x"] == {"state": "waiting", "first_offered_at": clock.t, "waits_until": until}
+    assert "x" not in state["assignment"]
+    clock.t += 10
+    again = svc.place({"jobs": [{"id": "x", "workers": 4, **spec}]})
+    assert again["waiting"]["x"] == until  # patience counts from the first offer
+    # six workers allowed on s1 and s3 only (two racks): 4 + 2 across the racks is the best it
+    # can ever have, so it does not wait (against the whole cluster's best, within a rack, it would)
+    svc.finish("b")
+    cross = svc.place({"jobs": [{"id": "y", "workers": 6, **spec, "allowed_servers": ["s1", "s3"]}]})
+    assert cross["waiting"] == {} and cross["assignment"]["y"] == {"s1": 4, "s3": 2}
+    svc.release("y")
+    placed = svc.place({"jobs": [{"id": "x", "workers": 4, **spec}]})  # s1 is whole again
+    assert placed["waiting"] == {} and placed["assignment"]["x"] == {"s1": 4}
+    # offered, waiting, never offered again: it ends after its patience and a reservation time
+    out = svc.place({"jobs": [{"id": "z", "workers": 4, **spec}]})  # 2 + 2 only
+    assert sorted(out["waiting"]) == ["z"]
+    clock.t = out["waiting"]["z"] + ServeConfig().reservation_s + 1
+    assert "z" not in svc.state()["jobs"]
+
+
+def test_the_move_margin_falls_back_as_the_simulators_does():
+    from placement.simulation.config import SimConfig
+
+    for given in ({}, {"move_margin": 0.1}, {"move_margin": 0.1, "queued_move_margin": 0.02}):
+        mine = ServeConfig(**given)
+        sim = SimConfig(method="auto", knowledge="estimated", **given)
+        assert (mine.margin(True), mine.margin(False)) == (sim.margin(True), sim.margin(False)), given

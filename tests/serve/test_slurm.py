@@ -157,14 +157,16 @@ def test_a_job_that_waits_for_better_gpus_stays_pending_and_is_offered_again(tmp
         spec = {"id": jid, "workers": 4, "compute_ms": 100, "gradient_mb": 400, "iterations": 10_000}
         svc.place({"jobs": [{**spec, "allowed_servers": [server]}]})
         svc.start(jid)
-    pending = squeue(
-        job(7, tasks=8, tres_per_task="gres/gpu:1", comment="placement:compute_ms=100,gradient_mb=400,iterations=100000")
-    )
+    queue = [
+        job(
+            7, tasks=8, tres_per_task="gres/gpu:1", comment="placement:compute_ms=100,gradient_mb=400,iterations=100000"
+        )
+    ]
     ran = []
 
     def run(argv):
         ran.append(list(argv))
-        return pending if argv[0] == "squeue" else ""
+        return squeue(*queue) if argv[0] == "squeue" else ""
 
     said: list[str] = []
     with TestClient(create_app(svc)) as client:
@@ -173,6 +175,11 @@ def test_a_job_that_waits_for_better_gpus_stays_pending_and_is_offered_again(tmp
         assert client.get("/v1/state").json()["jobs"]["slurm-7"]["state"] == "waiting"
         clock.t += 60
         assert sync(client, run, say=said.append)["waiting"] == 1  # offered again, not taken for held
+        held, queue[:] = queue[:], []  # cancelled while it waited: the service gives it up
+        sync(client, run, say=said.append)
+        assert "slurm-7" not in client.get("/v1/state").json()["jobs"]
+        queue[:] = held
+        assert sync(client, run, say=said.append)["waiting"] == 1
         svc.finish("a")
         assert sync(client, run, say=said.append)["pinned"] == 1, said
         assert client.get("/v1/state").json()["assignment"]["slurm-7"] == {"s0": 8}

@@ -102,7 +102,9 @@ def test_a_database_of_the_second_schema_is_upgraded_and_its_running_jobs_replan
     svc = Service(Store.open(path), placement.load_bundled("demo"))
     assert svc.store.revision() == HEAD
     with svc.store.read() as conn:
-        assert conn.execute(sa.text("SELECT started_seq, paused_until FROM jobs")).all() == [(None, None)]
+        # the running job numbered in start order (so re-plans see it in order), no restart pending
+        assert conn.execute(sa.text("SELECT started_seq, paused_until FROM jobs")).all() == [(1, None)]
+        assert conn.execute(sa.text("SELECT value FROM meta WHERE key = 'starts'")).scalar_one() == "1"
         assert conn.execute(sa.text("SELECT id FROM gangs")).scalars().all() == ["ns/g"]
     out = svc.replan()
     assert out["priced"] == 1 and out["moves"] == []  # alone on an idle cluster: nowhere better

@@ -23,6 +23,16 @@ def upgrade() -> None:
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("started_seq", sa.Integer, nullable=True))
         batch.add_column(sa.Column("paused_until", sa.Float, nullable=True))
+    # the jobs already running, numbered in the order they started (ties by id)
+    conn = op.get_bind()
+    running = (
+        conn.execute(sa.text("SELECT id FROM jobs WHERE state = 'running' ORDER BY started_at, id")).scalars().all()
+    )
+    for seq, jid in enumerate(running, start=1):
+        conn.execute(sa.text("UPDATE jobs SET started_seq = :s WHERE id = :j"), {"s": seq, "j": jid})
+    if running:
+        conn.execute(sa.text("DELETE FROM meta WHERE key = 'starts'"))
+        conn.execute(sa.text("INSERT INTO meta (key, value) VALUES ('starts', :v)"), {"v": str(len(running))})
 
 
 def downgrade() -> None:
