@@ -343,6 +343,13 @@ from placement.solving.budget import CLOCKS
 )
 @click.option("--seeds", default="0", show_default=True, help="Comma-separated seeds.")
 @click.option("--no-reference", is_flag=True, help="Skip the straggler-free runs (dynamics none) inflation needs.")
+@click.option(
+    "--decision-log",
+    is_flag=True,
+    help="Write every decision of each run to OUT/decisions/<run>.jsonl: the jobs offered, the free GPUs, what was "
+    "placed and which wait, refits, re-plans and their moves, finishes (what a run did, and the input a replay "
+    "through placement serve takes).",
+)
 @click.option("--parallel", type=click.IntRange(min=1), default=1, show_default=True, help="Configurations at a time.")
 @click.option(
     "--timeout",
@@ -415,6 +422,7 @@ def simulate(
     move_budget_per_hour: int | None,
     seeds: str,
     no_reference: bool,
+    decision_log: bool,
     parallel: int,
     timeout: float | None,
     dask: str | None,
@@ -505,6 +513,7 @@ def simulate(
         plan_by=csv_list(plan_by, "plan-by", PLAN_BY),
         reference=not no_reference,
         out_dir=str(out.resolve()),
+        decision_log=decision_log,
     )
     for r in runs:
         SimConfig(**r.config)  # every configuration is checked before any runs

@@ -73,6 +73,9 @@ class SimRun:
     trace_options: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     out_dir: str | None = None
+    decision_log: bool = False
+    """Write every decision to ``out_dir/decisions/<label>.jsonl``
+    (:class:`~placement.simulation.observations.DecisionLog`)."""
 
     @property
     def label(self) -> str:
@@ -100,6 +103,7 @@ def plan_runs(
     plan_by: Sequence[str] = (PLAN_BY[0],),
     reference: bool = True,
     out_dir: str | None = None,
+    decision_log: bool = False,
 ) -> list[SimRun]:
     """Every combination; with ``reference``, each method also runs under ``dynamics none``
     (the straggler-free reference that inflation is measured against; knowledge does not
@@ -113,7 +117,7 @@ def plan_runs(
                         # the views differ in nothing where nothing is known
                         pb = PLAN_BY[0] if k == "oblivious" or d == "none" else pb
                         config = {**common, "method": m, "knowledge": k, "dynamics": d, "seed": s, "plan_by": pb}
-                        runs.append(SimRun(cluster, trace, dict(trace_options), config, out_dir))
+                        runs.append(SimRun(cluster, trace, dict(trace_options), config, out_dir, decision_log))
             if reference and "none" not in dynamics:
                 runs.append(
                     SimRun(
@@ -129,6 +133,7 @@ def plan_runs(
                             "plan_by": PLAN_BY[0],
                         },
                         out_dir,
+                        decision_log,
                     )
                 )
     return list({r.label: r for r in runs}.values())
@@ -185,7 +190,18 @@ def run_one(
 
     cluster, workload = load_inputs(run)
     log_path = str(Path(run.out_dir) / "logs" / f"{run.label}.csv") if run.out_dir else None
-    res = simulate(cluster, workload, SimConfig(**run.config), progress=progress, log_path=log_path)
+    decisions_path = None
+    if run.decision_log and run.out_dir:
+        (Path(run.out_dir) / "decisions").mkdir(parents=True, exist_ok=True)
+        decisions_path = str(Path(run.out_dir) / "decisions" / f"{run.label}.jsonl")
+    res = simulate(
+        cluster,
+        workload,
+        SimConfig(**run.config),
+        progress=progress,
+        log_path=log_path,
+        decisions_path=decisions_path,
+    )
     row = {
         "label": run.label,
         "status": "finished",
@@ -534,7 +550,9 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     ax.set_ylabel("share of jobs finished within")
     ax.set_title(f"JCT distribution per configuration (seed {first_seed})")
     ax.grid(True, which="both", alpha=0.3)
-    if wide:
+    if not ax.get_legend_handles_labels()[0]:
+        pass  # no run drawn (none finished with jobs): no legend to say so
+    elif wide:
         ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     else:
         ax.legend(fontsize=7, loc="lower right")
@@ -559,7 +577,9 @@ def _plots(rows: Sequence[dict[str, Any]], out: Path) -> None:
     a1.set_title(f"Queue and utilisation over time (seed {first_seed})")
     a1.grid(True, alpha=0.3)
     a2.grid(True, alpha=0.3)
-    if wide:
+    if not a1.get_legend_handles_labels()[0]:
+        pass  # no timeline read (the runs were resumed from another folder's rows)
+    elif wide:
         a1.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     else:
         a1.legend(fontsize=7, loc="upper right")

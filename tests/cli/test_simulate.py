@@ -184,3 +184,29 @@ def test_the_estimated_runs_logs_feed_placement_estimate(tmp_path):
     assert len(data.duration) > 0 and set(data.server) <= {f"s{i}" for i in range(10)}
     est = run("estimate", "tiny", "--logs", str(log), "-o", str(tmp_path / "est.json"))
     assert est.exit_code == 0, est.output
+
+
+def test_the_decision_log_records_every_placement_and_finish(trace, tmp_path):
+    """``--decision-log``: each run's decisions, one JSON object a line, in time order: every
+    job offered in the instance format, placed (where) and finished; nothing without the flag."""
+    out = tmp_path / "sim"
+    args = ["simulate", "tiny", "--trace", str(trace), "-m", "greedy", "--knowledge", "oracle"]
+    r = run(*args, "--dynamics", "static", "--no-reference", "--decision-log", "-o", str(out))
+    assert r.exit_code == 0, r.output
+    (log,) = (out / "decisions").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [r["t"] for r in records] == sorted(r["t"] for r in records)
+    places = [r for r in records if r["kind"] == "place"]
+    offered = {j["id"] for r in places for j in r["jobs"]}
+    placed = {j for r in places for j in r["placed"]}
+    finished = {r["job"] for r in records if r["kind"] == "finish"}
+    assert len(offered) == len(placed) == len(finished) == 30
+    first = places[0]
+    assert {"workers", "compute_ms", "gradient_mb", "iterations"} <= set(first["jobs"][0])
+    assert all(
+        sum(a.values()) == next(j["workers"] for j in first["jobs"] if j["id"] == jid)
+        for jid, a in first["placed"].items()
+    )
+    plain = tmp_path / "plain"
+    assert run(*args, "--dynamics", "static", "--no-reference", "-o", str(plain)).exit_code == 0
+    assert not (plain / "decisions").exists()
