@@ -138,6 +138,7 @@ def serve(
     are ignored; optional once the state holds one): POST /v1/place, /v1/jobs/{id}/start|finish|
     release|move, /v1/observations, /v1/replan, /v1/moves; GET /v1/state, /v1/replan, /healthz,
     /metrics; OpenAPI at /docs.  It decides as placement simulate's loop does."""
+    import dataclasses
     import importlib.util
     import sys
 
@@ -168,8 +169,9 @@ def serve(
         plan_by=plan_by,
         ratio_to=ratio_to,
         seed=seed,
-        **({"patience": patience} if patience is not None else {}),
     )
+    if patience is not None:
+        config = dataclasses.replace(config, patience=patience)
     where = state or DEFAULT_STATE
     err(f"placement serve: http://{host}:{port} (state {where}; OpenAPI at /docs; Ctrl-C stops)")
     telemetry = None
