@@ -123,11 +123,9 @@ class Service(Learning, Moves):
                     for j, state in taken
                 )
             )
-        holding = conn.execute(
-            sa.select(sa.func.count()).select_from(jobs).where(jobs.c.state.in_(ACTIVE))
-        ).scalar_one()
-        read = Read(self.belief(conn), {j: at for j, state, at in rows if state == "waiting"}, int(holding) > 0)
-        return now, self.store.get_meta(conn, "version"), self.store.held(conn), read
+        held = self.store.held(conn)
+        read = Read(self.belief(conn), {j: at for j, state, at in rows if state == "waiting"}, bool(held))
+        return now, self.store.get_meta(conn, "version"), held, read
 
     def _decide(
         self,
