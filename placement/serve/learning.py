@@ -187,12 +187,16 @@ class Learning(ServiceBase):
     def _profiled(self, job: np.ndarray, server: np.ndarray, specs: Mapping[str, str]) -> np.ndarray:
         """Each row's worker's straggler-free compute time (ms) from its job's spec
         (:func:`placement.simulation.running.profiled_ms`); NaN for a job never placed here."""
+        docs = {jid: json.loads(spec) for jid, spec in specs.items()}
         parsed: dict[str, Any] = {}
-        for jid, spec in specs.items():
-            try:
-                parsed[jid] = instance_from_dict({**self._doc, "jobs": [json.loads(spec)]}, source=jid).jobs[0]
-            except InstanceError:
-                continue
+        try:  # the cluster checked once for all (each spec was checked when it was placed)
+            parsed = {j.id: j for j in instance_from_dict({**self._doc, "jobs": list(docs.values())}).jobs}
+        except InstanceError:  # one spec this version refuses: the others still count
+            for jid, doc in docs.items():
+                try:
+                    parsed[jid] = instance_from_dict({**self._doc, "jobs": [doc]}, source=jid).jobs[0]
+                except InstanceError:
+                    continue
         types = [s.gpu_type for s in self.cluster.servers]
         cache: dict[tuple[str, int], float] = {}
         out = np.empty(len(job))
