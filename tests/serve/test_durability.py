@@ -21,7 +21,9 @@ def test_kill_9_at_random_points_loses_nothing_acknowledged(tmp_path):
     finally:
         stop_service(proc)
     assert st["cluster"] == "demo" and all(n >= 0 for n in st["free_gpus"].values())
-    assert st["observations"] == out["rows"]
+    # every acknowledged row is there; a batch the service committed but was killed before
+    # answering is there too, unacknowledged: at most one such batch (80 rows) a kill
+    assert out["rows"] <= st["observations"] <= out["rows"] + 80 * out["rounds"]
 
 
 def test_the_check_finds_what_is_missing(tmp_path):
