@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from placement.formulations.reductions import prune_thresholds, server_classes
 from placement.model.records import Instance, Job
 from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
+from placement.problem.gpus import factored_servers, gpu_classes
 from placement.problem.hybrid import pipeline_slots
 from placement.problem.rules import (
     comm_ms,
@@ -51,6 +53,8 @@ from placement.problem.state import State
 from placement.problem.topology import Cluster, cluster_of
 
 __all__ = [
+    "GpuEntry",
+    "GpuLevel",
     "Home",
     "JobIndex",
     "ShardIndex",
@@ -124,6 +128,35 @@ class ShardIndex:
 
 
 @dataclass
+class GpuLevel:
+    """One factor level ``f_l`` above the least of a job's GPU classes on a server: ``u_l`` = the
+    job holds a GPU of factor >= ``f_l`` there.  With the levels ``f_1 < f_2 < ...``,
+    ``P(a f* S < t) = P(a f_1 S < t) prod_{l >= 2} (P(a f_l S < t) / P(a f_{l-1} S < t))^{u_l}``:
+    the server's link at ``f_1`` times one link per level, exact (``f*`` is the largest held)."""
+
+    factor: float
+    classes: tuple[int, ...]
+    """The server's GPU classes (indices into :attr:`GpuEntry.classes`) of factor >= ``factor``."""
+    q: np.ndarray | None = None
+    """Independent slowdowns: the ratio per support point (1 where the level below is 0)."""
+    scen_time: np.ndarray | None = None
+    """Scenario tables: ``a f_l S_s`` per scenario."""
+
+
+@dataclass
+class GpuEntry:
+    """A job's choice of GPUs on one server with per-GPU factors (DESIGN.md, "Per-GPU factors")."""
+
+    i: int
+    """The server's entry in :attr:`JobIndex.servers`."""
+    sp: int
+    classes: list[tuple[int, float, int]]
+    """Per GPU class of the server: (class index in :attr:`ProblemIndex.gpu_classes`, its factor
+    for the job, most workers of the job it can take)."""
+    levels: list[GpuLevel]
+
+
+@dataclass
 class JobIndex:
     jp: int
     job_id: str
@@ -183,6 +216,8 @@ class JobIndex:
     spread_ms: float = 0.0
     """A lower bound on the expected maximum over two or more of its servers
     (:func:`placement.evaluation.bounds.spread_lower_bound`, at least the least ``score``)."""
+    gpus: list[GpuEntry] = field(default_factory=list)
+    """Its GPU choices on the servers with per-GPU factors (``a`` there is on the least)."""
 
 
 @dataclass
@@ -200,6 +235,8 @@ class ProblemIndex:
     (those not aggregated into units)."""
     units: dict[int, tuple[int, ...]] = field(default_factory=dict)
     """Aggregated classes: representative server position -> its servers."""
+    gpu_classes: dict[int, list[tuple[int, ...]]] = field(default_factory=dict)
+    """Per server with per-GPU factors, its classes of interchangeable free GPUs (indices)."""
 
     @property
     def size(self) -> int:
@@ -319,6 +356,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             members[g[0]] = tuple(g)
             hidden.update(g[1:])
     thresholds = prune_thresholds(instance, cutoff) if cutoff is not None and instance.admission == "all" else None
+    gclasses = {sp: gpu_classes(instance, sp) for sp in sorted(factored_servers(instance))}
     pruned = total = 0
     jobs: list[JobIndex] = []
     for jp, job in enumerate(instance.jobs):
@@ -369,17 +407,34 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         if len(sps) == 0:
             jobs.append(ji)
             continue
+        ji.gpus = [_gpu_entry(instance, jp, i, int(sp), int(cap[i]), gclasses) for i, sp in enumerate(sps) if int(sp) in gclasses]
+        tops = [(e.i, ev.base_a(jp, e.sp) * lv.factor) for e in ji.gpus for lv in e.levels]
         if probs is not None:
             rows = [_row(ev, jp, int(sp)) for sp in sps]
             ji.scen_time = a[:, None] * np.asarray(rows)
             ji.scen_floor = ji.scen_time.min(axis=0)
             ji.upper_ms = float(ji.scen_time.max(axis=0) @ probs)
+            for e in ji.gpus:
+                for lv in e.levels:
+                    lv.scen_time = ev.base_a(jp, e.sp) * lv.factor * np.asarray(rows[e.i], dtype=float)
+            if tops:
+                top = np.max([lv.scen_time for e in ji.gpus for lv in e.levels], axis=0)
+                ji.upper_ms = float(np.maximum(ji.scen_time.max(axis=0), top) @ probs)
         else:
             dists = [_dist(ev, jp, int(sp)) for sp in sps]
-            t = np.unique(np.concatenate([a[i] * v for i, (v, _) in enumerate(dists)]))
+            points = [a[i] * v for i, (v, _) in enumerate(dists)] + [c * dists[i][0] for i, c in tops]
+            t = np.unique(np.concatenate(points))
             q = np.empty((len(t), len(sps)))
             for i, (v, p) in enumerate(dists):
                 q[:, i] = _below(v, p, float(a[i]), t)
+            for e in ji.gpus:
+                v, p = dists[e.i]
+                below = q[:, e.i]
+                for lv in e.levels:
+                    nxt = _below(v, p, ev.base_a(jp, e.sp) * lv.factor, t)
+                    with np.errstate(invalid="ignore", divide="ignore"):
+                        lv.q = np.clip(np.where(below > 0, nxt / np.where(below > 0, below, 1.0), 1.0), 0.0, 1.0)
+                    below = nxt
             ji.t = t
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
@@ -406,7 +461,16 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         notes=notes,
         classes=[g for g in classes if g[0] not in members],
         units=members,
+        gpu_classes={sp: [ids for ids, _ in cls] for sp, cls in gclasses.items()},
     )
+
+
+def _gpu_entry(instance: Instance, jp: int, i: int, sp: int, cap: int, gclasses: Mapping[int, Any]) -> GpuEntry:
+    """Job ``jp``'s GPU classes on server ``sp`` and its factor levels above the least."""
+    classes = [(c, float(f[jp]), min(len(ids), cap)) for c, (ids, f) in enumerate(gclasses[sp])]
+    factors = sorted({f for _, f, _ in classes})
+    levels = [GpuLevel(f, tuple(c for c, fc, _ in classes if fc >= f)) for f in factors[1:]]
+    return GpuEntry(i, sp, classes, levels)
 
 
 def _row(ev: EvalIndex, jp: int, sp: int) -> np.ndarray:

@@ -37,7 +37,7 @@ def server_classes(instance: Instance) -> list[list[int]]:
     table = instance.scenarios.slowdowns if instance.scenarios is not None else {}
     groups: dict[tuple, list[int]] = {}
     for sp, s in enumerate(instance.servers):
-        if s.id in singled or s.free_gpus <= 0:
+        if s.id in singled or s.free_gpus <= 0 or s.has_gpu_factors:  # its GPUs are chosen one class at a time
             continue
         key = (
             cl.chain(s.id)[:1],

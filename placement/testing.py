@@ -405,7 +405,7 @@ def check_solution(instance: Instance, solution: Solution) -> None:
         instance, solution.assignment, solution.unplaced, shards=solution.shards, stages=solution.stages
     )
     assert not violations, f"{name}: invalid placement: " + "; ".join(map(str, violations))
-    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages)
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages, solution.gpus)
     assert solution.objective is not None and _close(solution.objective, ev.objective), (
         f"{name}: objective {solution.objective!r} but the evaluator computes {ev.objective!r}"
     )

@@ -222,7 +222,7 @@ def worst_jobs_html(rows: Sequence[dict[str, Any]]) -> str:
                 "<code>placement explain SOLUTION --instance INSTANCE --job ID</code> explains one job.</p>"
             )
             continue
-        reports = evaluate(inst, sol.assignment, sol.shards, sol.stages).jobs
+        reports = evaluate(inst, sol.assignment, sol.shards, sol.stages, sol.gpus).jobs
         worst = sorted(reports, key=lambda j: reports[j].ideal_iteration_ms - reports[j].expected_iteration_ms)[
             :WORST_JOBS
         ]

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from placement.model.records import Assignment, Instance, JobReport, Stages
+from placement.model.records import Assignment, GpuChoice, Instance, JobReport, Stages
 from placement.problem.arrays import arrays_of, job_groups
+from placement.problem.gpus import choose_gpus, is_factored, worst_factors
 from placement.problem.hybrid import best_stages, hybrid_phase, matrix_pos, pipeline_slots
 from placement.problem.rules import comm_ms, weight_factor
 from placement.problem.shards import ps_phase, ps_straggler
@@ -41,16 +42,26 @@ class Evaluation:
     the rest (pipeline point-to-point and data-parallel sync: :attr:`hybrid_parts`)."""
     hybrid_parts: Mapping[str, tuple[float, float, float]] = field(default_factory=dict)
     """Per hybrid job, its ideal time as ``(compute, pipeline p2p, data-parallel sync)``."""
+    gpus: GpuChoice = field(default_factory=dict)
+    """The GPUs each job held on the factored servers, as evaluated (given, or by the rule of
+    :func:`~placement.problem.gpus.choose_gpus`)."""
 
 
 def evaluate(
-    instance: Instance, assignment: Assignment, shards: Assignment | None = None, stages: Stages | None = None
+    instance: Instance,
+    assignment: Assignment,
+    shards: Assignment | None = None,
+    stages: Stages | None = None,
+    gpus: GpuChoice | None = None,
 ) -> Evaluation:
     """Exact figures of ``assignment`` and, for parameter-server jobs, their ``shards``, for
     hybrid jobs their ``stages`` (which the validator should have accepted: a parameter-server
     job given no shards is evaluated without its push/pull phase, a lower figure the validator
     refuses; a hybrid job given no matrix is evaluated with
-    :func:`~placement.problem.hybrid.best_stages`'s mapping of its allocation).
+    :func:`~placement.problem.hybrid.best_stages`'s mapping of its allocation).  On servers
+    with per-GPU factors, ``gpus`` says which GPUs each job holds (those it does not say are
+    chosen by :func:`~placement.problem.gpus.choose_gpus`'s rule); a worker's compute time
+    there is scaled by the largest factor among its job's GPUs.
 
     >>> from placement.instances import load_bundled
     >>> inst = load_bundled("tiny")
@@ -60,7 +71,14 @@ def evaluate(
     """
     idx = arrays_of(instance)
     groups = job_groups(instance, assignment)
-    e, ideal, strag = idx.expected_max(groups)
+    held: GpuChoice = {j: dict(a) for j, a in (gpus or {}).items()}
+    fstar: dict[tuple[int, int], float] | None = None
+    coefs = None
+    if is_factored(instance):  # each job's compute time on the GPUs it holds
+        held = choose_gpus(instance, assignment, gpus)
+        fstar = worst_factors(instance, held)
+        coefs = [[idx.base_a(jp, sp) * fstar.get((jp, sp), 1.0) for sp in sps] for jp, sps in groups]
+    e, ideal, strag = idx.expected_max(groups, coefs)
     cluster = cluster_of(instance)
     # parameter-server jobs: the push/pull phase, one batched kernel call
     ps_items = []
@@ -84,7 +102,7 @@ def evaluate(
                 x = {instance.server_pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
                 m, _ = best_stages(instance, jp, x)
             hy_items.append((jp, m))
-    hy_e, hy_ideal, hy_strag, hy_terms = hybrid_phase(instance, hy_items)
+    hy_e, hy_ideal, hy_strag, hy_terms = hybrid_phase(instance, hy_items, fstar)
     hy_at = {jp: k for k, (jp, _) in enumerate(hy_items)}
     hparts: dict[str, tuple[float, float, float]] = {}
     reports: dict[str, JobReport] = {}
@@ -100,14 +118,16 @@ def evaluate(
             exp_t = float(e[g]) + float(ps_e[k])
             parts[job.id] = (float(ideal[g]), float(ps_ideal[k]))
             ideal_t = parts[job.id][0] + parts[job.id][1]
-            p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]))
+            p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]), fstar)
             n_servers = len(set(x) | set(z))
         elif jp in hy_at:
             k = hy_at[jp]
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
             exp_t, ideal_t, p_strag = float(hy_e[k]), float(hy_ideal[k]), float(hy_strag[k])
-            compute = pipeline_slots(job) * float(max(idx.a(jp, sp) for sp in sps))
+            compute = pipeline_slots(job) * float(
+                max(idx.a(jp, sp) if fstar is None else idx.base_a(jp, sp) * fstar.get((jp, sp), 1.0) for sp in sps)
+            )
             sync = hy_terms[k].sync_ms
             hparts[job.id] = (compute, ideal_t - sync - compute, sync)
             parts[job.id] = (compute, ideal_t - compute)
@@ -137,4 +157,5 @@ def evaluate(
         unplaced=unplaced,
         ideal_parts=MappingProxyType(parts),
         hybrid_parts=MappingProxyType(hparts),
+        gpus=MappingProxyType(held),
     )

@@ -301,11 +301,12 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
     # differences are taken on the job alone (the same evaluator on a one-job instance), so
     # that each is a difference of two figures computed the same way
     alone = _alone(instance, job)
-    e_alone = evaluate(alone, {job.id: a}, {job.id: z} if z else None, st).jobs[job.id].expected_iteration_ms
+    g = {job.id: solution.gpus[job.id]} if job.id in solution.gpus else None
+    e_alone = evaluate(alone, {job.id: a}, {job.id: z} if z else None, st, g).jobs[job.id].expected_iteration_ms
     servers: dict[str, dict[str, Any]] = {}
     for sid in sorted(set(a) | set(z)):
         held = _held(instance, job, sid)
-        e_held = evaluate(held, {job.id: a}, {job.id: z} if z else None, st).jobs[job.id].expected_iteration_ms
+        e_held = evaluate(held, {job.id: a}, {job.id: z} if z else None, st, g).jobs[job.id].expected_iteration_ms
         servers[sid] = {"workers": a.get(sid, 0), "shards": z.get(sid, 0), "tail_share_ms": e_alone - e_held}
     return {
         "expected_iteration_ms": rep.expected_iteration_ms,
@@ -329,13 +330,13 @@ def explain(
     one raises :class:`~placement.errors.InvalidInputError`)."""
     from placement.errors import InvalidInputError
 
-    problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards, stages=solution.stages)]
+    problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards, stages=solution.stages, gpus=solution.gpus)]
     wanted = [job] if job is not None else list(jobs) if jobs is not None else None
     problems += [f"job {j!r} is not placed by the solution" for j in wanted or () if j not in solution.assignment]
     if problems:
         raise InvalidInputError(problems, source="the solution to explain")
     room = _room(instance, solution)
-    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages)
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages, solution.gpus)
     chosen = wanted if wanted is not None else [j.id for j in instance.jobs if j.id in solution.assignment]
     return {jid: _explain_job(instance, instance.job_by_id[jid], solution, room, ev) for jid in chosen}
 

@@ -9,8 +9,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from placement.model.records import Assignment, Instance, Stages
+from placement.model.records import Assignment, GpuChoice, Instance, Stages
 from placement.problem.arrays import arrays_of, job_groups
+from placement.problem.gpus import choose_gpus, job_factors
 from placement.problem.hybrid import best_stages, matrix_pos
 from placement.problem.rules import comm_ms, p2p_ms, stage_sync_ms, weight_factor
 from placement.problem.shards import ps_coefs
@@ -38,12 +39,15 @@ def monte_carlo(
     seed: int = 0,
     shards: Assignment | None = None,
     stages: Stages | None = None,
+    gpus: GpuChoice | None = None,
 ) -> MonteCarloResult:
     """Simulate ``samples`` iterations of the whole cluster (one slowdown draw per server,
     or one scenario, per iteration) and average each job's slowest-worker time; a
     parameter-server job adds its push/pull phase, its shards' servers slowed by the same
     draws; a hybrid job's iteration is the literal per-group formula over its ``stages`` (the
-    evaluator's mapping when not given): ``(m + pp - 1) max_g (a S + p_g) + max_s D_s``."""
+    evaluator's mapping when not given): ``(m + pp - 1) max_g (a S + p_g) + max_s D_s``.
+    On servers with per-GPU factors each worker is drawn on its own GPU, ``a f_g S`` (its GPUs
+    ``gpus``, or the evaluator's rule's); a hybrid job's groups on a server all at its slowest."""
     if samples < 2:
         raise ValueError(f"The 'samples' parameter of monte_carlo must be an int >= 2. Got {samples!r} instead.")
     rng = np.random.default_rng(seed)
@@ -66,6 +70,7 @@ def monte_carlo(
     else:
         scen = draw(np.arange(len(idx.scenario_probs)), idx.scenario_probs).astype(int)
         S = {sp: idx.table[sp][scen] for sp in used}
+    held = choose_gpus(instance, assignment, gpus)
     total = np.zeros(samples)
     jobs: dict[str, tuple[float, float]] = {}
     for jp, sps in groups:
@@ -80,10 +85,17 @@ def monte_carlo(
             else:
                 draws[sp] = S[sp]
         t = np.zeros(samples)
-        for sp in sps:
-            t = np.maximum(t, idx.a(jp, sp) * draws[sp])
+        mine = held.get(job.id, {})
+        for sp in sps:  # worker by worker, each on its GPU
+            f = job_factors(instance, jp, sp)
+            for g in mine.get(instance.servers[sp].id, (None,)):
+                t = np.maximum(t, idx.base_a(jp, sp) * (1.0 if g is None else f[g]) * draws[sp])
         if job.is_hybrid:
-            t = _hybrid_draws(instance, jp, assignment, stages, draws)
+            worst = {
+                sp: max((job_factors(instance, jp, sp)[g] for g in mine.get(instance.servers[sp].id, ())), default=1.0)
+                for sp in sps
+            }
+            t = _hybrid_draws(instance, jp, assignment, stages, draws, worst)
         elif z:
             x = {pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
             shard_sps, coefs, _ = ps_coefs(instance, job, x, z)
@@ -106,7 +118,12 @@ def monte_carlo(
 
 
 def _hybrid_draws(
-    instance: Instance, jp: int, assignment: Assignment, stages: Stages | None, draws: Mapping[int, np.ndarray]
+    instance: Instance,
+    jp: int,
+    assignment: Assignment,
+    stages: Stages | None,
+    draws: Mapping[int, np.ndarray],
+    worst: Mapping[int, float],
 ) -> np.ndarray:
     """A hybrid job's sampled iteration times, group by group (DESIGN.md's formula as written)."""
     job = instance.jobs[jp]
@@ -127,6 +144,6 @@ def _hybrid_draws(
             if s < pp - 1:
                 pair = [ids[s][r], ids[s + 1][r]]
                 p = p2p_ms(job, cluster.bandwidth(pair))
-            slowest = np.maximum(slowest, idx.a(jp, sp) * draws[sp] + p)
+            slowest = np.maximum(slowest, idx.base_a(jp, sp) * worst.get(sp, 1.0) * draws[sp] + p)
     sync = max(stage_sync_ms(job, cluster.bandwidth(row)) for row in ids)
     return (job.microbatches + pp - 1) * slowest + sync

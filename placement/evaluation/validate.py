@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from placement.evaluation.evaluate import evaluate
-from placement.model.records import Assignment, Instance, Stages
+from placement.model.records import Assignment, GpuChoice, Instance, Stages
+from placement.problem.gpus import choose_gpus
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES, meets_deadline, over_capacity
 from placement.problem.topology import cluster_of
 
@@ -37,23 +38,26 @@ def validate(
     unplaced: Any = None,
     shards: Assignment | None = None,
     stages: Stages | None = None,
+    gpus: GpuChoice | None = None,
 ) -> list[Violation]:
-    """All violations of ``assignment`` (and ``shards``, ``stages``) on ``instance`` (empty
-    list: valid).
+    """All violations of ``assignment`` (and ``shards``, ``stages``, ``gpus``) on ``instance``
+    (empty list: valid).
 
     Checks ids and worker counts, gang completeness, free GPUs, CPU and memory (shards'
     included), allowed GPU types and servers, ``max_servers`` and reachability (over the
     workers' and shards' servers together), every placed parameter-server job's shard count
     (and no shards for any other job), every placed hybrid job's stage matrix (pp rows of dp
     servers, each group on a server of the job, ``tp`` workers there per group: the counts
-    agree with the assignment; no matrix for any other job), deadlines (on the exact expected
-    time) and admission (``all``: every job placed).  If ``unplaced`` is given it must list
+    agree with the assignment; no matrix for any other job), the GPUs ``gpus`` names (a placed
+    job's own servers, as many as its workers there, free, no GPU twice), deadlines (on the
+    exact expected time) and admission (``all``: every job placed).  If ``unplaced`` is given it must list
     exactly the jobs left out.
     """
     out: list[Violation] = []
     jobs = instance.job_by_id
     servers = instance.server_by_id
-    gpus: dict[str, int] = defaultdict(int)
+    named_gpus = gpus or {}
+    taken: dict[str, int] = defaultdict(int)
     demand: dict[str, dict[str, float]] = {field: defaultdict(float) for field, _ in RESOURCES}
     placed: dict[str, Mapping[str, int]] = {}
     for jid, a in assignment.items():
@@ -77,7 +81,7 @@ def validate(
             )
         for sid, k in a.items():
             srv = servers[sid]
-            gpus[sid] += k
+            taken[sid] += k
             for field, per in RESOURCES:
                 if getattr(job, per) is not None:
                     demand[field][sid] += k * getattr(job, per)
@@ -157,7 +161,8 @@ def validate(
                     Violation("unreachable", f"job {jid!r}'s shards cannot reach its workers: {sorted(together)}", jid)
                 )
     out += _stage_problems(instance, placed, stages or {})
-    for sid, k in gpus.items():
+    out += _gpu_problems(instance, placed, named_gpus)
+    for sid, k in taken.items():
         srv = servers[sid]
         if k > srv.free_gpus:
             out.append(
@@ -188,7 +193,8 @@ def validate(
                 out.append(Violation("admission", f"job {j.id!r} is not placed, but admission is 'all'", j.id))
     deadline_jobs = [jid for jid in placed if jobs[jid].deadline_s is not None]
     if deadline_jobs and not any(v.kind in ("gang", "unreachable", "gpu_type", "shards", "stages") for v in out):
-        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs}, shards, stages)
+        held = choose_gpus(instance, placed, named_gpus)  # the whole placement's, as evaluated
+        ev = evaluate(instance, {jid: placed[jid] for jid in deadline_jobs}, shards, stages, held)
         for jid in deadline_jobs:
             job = jobs[jid]
             e_ms = ev.jobs[jid].expected_iteration_ms
@@ -262,6 +268,43 @@ def _stage_problems(instance: Instance, placed: Mapping[str, Mapping[str, int]],
     return out
 
 
+def _gpu_problems(instance: Instance, placed: Mapping[str, Mapping[str, int]], gpus: GpuChoice) -> list[Violation]:
+    """The GPUs named: of a placed job on one of its servers, as many as its workers there,
+    indices of the server's free GPUs, none held by two jobs."""
+    out = []
+    servers = instance.server_by_id
+    owner: dict[tuple[str, int], str] = {}
+    for jid, per in gpus.items():
+        if jid not in placed:
+            out.append(Violation("gpus", f"gpus names job {jid!r}, which has no workers placed", jid))
+            continue
+        for sid, ids in per.items():
+            k = placed[jid].get(sid, 0)
+            if sid not in servers or k == 0:
+                out.append(Violation("gpus", f"gpus names {sid!r} for job {jid!r}, which has no workers there", jid))
+                continue
+            srv = servers[sid]
+            ok = [g for g in ids if isinstance(g, int) and not isinstance(g, bool) and 0 <= g < srv.gpus]
+            if len(ok) != len(ids):
+                bad = [g for g in ids if g not in ok]
+                out.append(
+                    Violation("gpus", f"job {jid!r} names GPUs {bad} of {sid!r}, which has GPUs 0-{srv.gpus - 1}", jid, sid)
+                )
+            if len(ids) != k:
+                out.append(Violation("gpus", f"job {jid!r} has {k} workers on {sid!r} but names {len(ids)} GPUs", jid, sid))
+            held = set(srv.held)
+            for g in ok:
+                if g in held:
+                    out.append(Violation("gpus", f"job {jid!r} names GPU {g} of {sid!r}, which is held", jid, sid))
+                elif (sid, g) in owner:
+                    out.append(
+                        Violation("gpus", f"GPU {g} of {sid!r} is named by jobs {owner[(sid, g)]!r} and {jid!r}", jid, sid)
+                    )
+                else:
+                    owner[(sid, g)] = jid
+    return out
+
+
 def _count_problems(jid: str, counts: Mapping[str, Any], servers: Container[str], what: str) -> list[Violation]:
     """Unknown servers and counts that are not integers >= 0 in one job's ``{server: count}``
     (``what``: "workers" or "shards")."""
@@ -277,6 +320,10 @@ def _count_problems(jid: str, counts: Mapping[str, Any], servers: Container[str]
 
 
 def is_valid(
-    instance: Instance, assignment: Assignment, shards: Assignment | None = None, stages: Stages | None = None
+    instance: Instance,
+    assignment: Assignment,
+    shards: Assignment | None = None,
+    stages: Stages | None = None,
+    gpus: GpuChoice | None = None,
 ) -> bool:
-    return not validate(instance, assignment, shards=shards, stages=stages)
+    return not validate(instance, assignment, shards=shards, stages=stages, gpus=gpus)

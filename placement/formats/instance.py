@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 from placement.errors import InstanceError
 from placement.formats.parse import describe, flagged_paths, read_json_file, schema_problems, write_json_atomic
-from placement.model.records import CommTerm, Instance, Job, Link, Scenarios, Server, Slowdown, Switch
+from placement.model.records import ANY_CLASS, CommTerm, Instance, Job, Link, Scenarios, Server, Slowdown, Switch
 from placement.model.tolerances import PROB_SUM_TOL
 
 __all__ = [
@@ -98,6 +98,16 @@ def _semantic_problems(data: Any) -> list[str]:
                 server_shape[nid] = (g, n["gpu_type"])
             if isinstance(g, int) and isinstance(u, int) and not isinstance(u, bool) and u > g:
                 problems.append(f"topology.nodes[{i}].used_gpus must be <= gpus ({g}), got {u}")
+            if isinstance(g, int) and isinstance(u, list):
+                for k, gi in enumerate(u):
+                    if isinstance(gi, int) and not isinstance(gi, bool) and gi >= g:
+                        problems.append(f"topology.nodes[{i}].used_gpus[{k}] names GPU {gi}, but the server has {g}")
+            fs = n.get("gpu_slowdowns")
+            lists = fs.items() if isinstance(fs, dict) else [(None, fs)] if isinstance(fs, list) else []
+            for cls, row in lists:
+                where = f"topology.nodes[{i}].gpu_slowdowns" + ("" if cls is None else f".{cls}")
+                if isinstance(row, list) and isinstance(g, int) and len(row) != g:
+                    problems.append(f"{where} must have {g} factors (one per GPU), got {len(row)}")
             if "slowdown" in n:
                 if scen is not None:
                     problems.append(
@@ -262,6 +272,15 @@ def _slowdown(d: Mapping[str, Any]) -> Slowdown:
     return Slowdown(tuple(float(v) for v in d["values"]), tuple(float(p) for p in d["probs"]))
 
 
+def _gpu_factors(d: Any) -> dict[str, tuple[float, ...]]:
+    """A server's ``gpu_slowdowns`` by class (a plain list serves every class)."""
+    if d is None:
+        return {}
+    if isinstance(d, list):
+        return {ANY_CLASS: tuple(float(f) for f in d)}
+    return {str(k): tuple(float(f) for f in v) for k, v in d.items()}
+
+
 def _opt_float(x: Any) -> float | None:
     return None if x is None else float(x)
 
@@ -278,7 +297,9 @@ def _build(data: Mapping[str, Any]) -> Instance:
                     gpus=n["gpus"],
                     gpu_type=n["gpu_type"],
                     intra_bandwidth_gbps=float(n["intra_bandwidth_gbps"]),
-                    used_gpus=n.get("used_gpus", 0),
+                    used_gpus=len(n["used_gpus"]) if isinstance(n.get("used_gpus"), list) else n.get("used_gpus", 0),
+                    held_gpus=tuple(n["used_gpus"]) if isinstance(n.get("used_gpus"), list) else None,
+                    gpu_slowdowns=_gpu_factors(n.get("gpu_slowdowns")),
                     cpus=_opt_float(n.get("cpus")),
                     memory_gb=_opt_float(n.get("memory_gb")),
                     slowdown=_slowdown(n["slowdown"]) if "slowdown" in n else Slowdown(),
@@ -323,6 +344,7 @@ def _build(data: Mapping[str, Any]) -> Instance:
                 dp=j.get("dp"),
                 microbatches=j.get("microbatches", 1),
                 activation_mb=float(j.get("activation_mb", 0.0)),
+                app_class=j.get("app_class"),
             )
         )
     return Instance(
@@ -398,6 +420,8 @@ def job_to_dict(j: Job) -> dict[str, Any]:
         d["gpu_speed"] = dict(j.gpu_speed)
     if j.allowed_servers is not None:
         d["allowed_servers"] = list(j.allowed_servers)
+    if j.app_class is not None:
+        d["app_class"] = j.app_class
     if j.slowdown:
         d["slowdown"] = {k: (_slowdown_dict(v) if isinstance(v, Slowdown) else list(v)) for k, v in j.slowdown.items()}
     return d
@@ -414,8 +438,13 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             "gpu_type": s.gpu_type,
             "intra_bandwidth_gbps": s.intra_bandwidth_gbps,
         }
-        if s.used_gpus:
+        if s.held_gpus is not None:
+            n["used_gpus"] = list(s.held_gpus)
+        elif s.used_gpus:
             n["used_gpus"] = s.used_gpus
+        if s.gpu_slowdowns:
+            fs = dict(s.gpu_slowdowns)
+            n["gpu_slowdowns"] = list(fs[ANY_CLASS]) if list(fs) == [ANY_CLASS] else {k: list(v) for k, v in fs.items()}
         if s.cpus is not None:
             n["cpus"] = s.cpus
         if s.memory_gb is not None:

@@ -215,6 +215,8 @@ def _schema_message(err: Any) -> str:
     if kind == "minProperties":
         return f"{where} must not be empty"
     if kind == "oneOf":
+        if "x-expected" in sch:  # the schema's own words for its alternatives
+            return f"{where} must be {sch['x-expected']}, got {describe(v)}"
         return (
             f'{where} must be a distribution {{"values": [...], "probs": [...]}} '
             f"or a list of per-scenario values, got {describe(v)}"

@@ -29,6 +29,7 @@ def solution_to_dict(sol: Solution) -> dict[str, Any]:
         "assignment": {j: dict(a) for j, a in sol.assignment.items()},
         **({"shards": {j: dict(a) for j, a in sol.shards.items()}} if sol.shards else {}),
         **({"stages": {j: [list(row) for row in m] for j, m in sol.stages.items()}} if sol.stages else {}),
+        **({"gpus": {j: {s: list(g) for s, g in a.items()} for j, a in sol.gpus.items()}} if sol.gpus else {}),
         "unplaced": list(sol.unplaced),
         "jobs": {
             j: {
@@ -79,6 +80,12 @@ def solution_from_dict(
                 for r, sid in enumerate(row):
                     if sid not in instance.server_by_id:
                         problems.append(f"stages.{jid}[{s}][{r}] names unknown server {sid!r}")
+        for jid, a in data.get("gpus", {}).items():
+            if jid not in instance.job_by_id:
+                problems.append(f"gpus.{jid} names unknown job {jid!r}")
+            for sid in a:
+                if sid not in instance.server_by_id:
+                    problems.append(f"gpus.{jid}.{sid} names unknown server {sid!r}")
         for k, jid in enumerate(data.get("unplaced", ())):
             if jid not in instance.job_by_id:
                 problems.append(f"unplaced[{k}] names unknown job {jid!r}")
@@ -103,6 +110,7 @@ def solution_from_dict(
         stats=data.get("stats", {}),
         shards={j: dict(a) for j, a in data.get("shards", {}).items()},
         stages={j: tuple(tuple(row) for row in m) for j, m in data.get("stages", {}).items()},
+        gpus={j: {s: tuple(g) for s, g in a.items()} for j, a in data.get("gpus", {}).items()},
     )
 
 

@@ -20,6 +20,7 @@ from placement.errors import MethodUnavailableError
 from placement.evaluation.evaluate import evaluate
 from placement.model.records import Instance
 from placement.model.tolerances import TIE_RTOL
+from placement.problem.gpus import factored_servers, gpu_classes, ids_of_counts, is_factored
 from placement.problem.hybrid import PosMatrix, all_stages, count_stages, group_counts, hybrid_phase, matrix_ids
 from placement.problem.rules import meets_deadline, weight_factor
 from placement.problem.shards import ps_phase, shard_room
@@ -149,6 +150,8 @@ def estimate_size(instance: Instance) -> float:
 def brute_force(instance: Instance, opts: Options) -> Outcome:
     st = State(instance)
     J = len(instance.jobs)
+    factored = is_factored(instance)
+    classes = {sp: gpu_classes(instance, sp) for sp in factored_servers(instance)}
     options: list[list[tuple[float, dict[int, int], Any]]] = []
     size = 1.0
     for jp in range(J):
@@ -167,6 +170,8 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             opts_j = sorted(
                 ((float(c), a, None) for c, a in zip(costs, allocs) if math.isfinite(c)), key=lambda t: t[0]
             )
+        if factored and opts_j:  # which GPUs, on the servers with per-GPU factors: every choice
+            opts_j = _gpu_options(instance, jp, opts_j)
         if opts.budget.expired():  # costing the options took the limit
             return Outcome(None, path=["brute_force"], message="time limit reached while costing the jobs' options")
         options.append(opts_j)
@@ -187,6 +192,9 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         w_rest[i] = w_rest[i + 1] + instance.jobs[jp].weight
     best_effort = instance.admission == "best_effort"
     cur: dict[int, dict[int, int]] = {}
+    class_left = {(sp, c): len(ids) for sp, cls in classes.items() for c, (ids, _) in enumerate(cls)}
+    variant_of: dict[int, Any] = {}
+    best_variants: list[dict[int, Any]] = [{}]
     shards_of: dict[int, dict[int, int] | None] = {}
     best_shards: list[dict[int, dict[int, int] | None]] = [{}]
     timed_out = [False]
@@ -199,6 +207,7 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
                 best_w[0], best_cost[0] = w, cost
                 best_sol[0] = {k: dict(v) for k, v in cur.items()}
                 best_shards[0] = dict(shards_of)
+                best_variants[0] = dict(variant_of)
             return
         if opts.budget.expired():
             timed_out[0] = True
@@ -213,14 +222,25 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         for c, alloc, z in options[jp]:
             if not best_effort and cost + c + min_rest[i + 1] >= best_cost[0]:
                 break
+            gv = None
+            if factored:  # a GPU choice: the classes' GPUs left
+                z, gv = z
+                if any(class_left[key] < n for key, n in gv.items()):
+                    continue
             # a parameter-server job's shards exactly as enumerated, or not at all
             shards = z if job.is_ps else None
             if all(st.room(jp, [sp])[0] >= k for sp, k in alloc.items()) and st.take(jp, alloc, shards):
                 cur[jp] = alloc
                 shards_of[jp] = z
+                for key, n in (gv or {}).items():
+                    class_left[key] -= n
+                variant_of[jp] = gv
                 dfs(i + 1, cost + c, w + job.weight)
                 del cur[jp]
                 shards_of.pop(jp, None)
+                variant_of.pop(jp, None)
+                for key, n in (gv or {}).items():
+                    class_left[key] += n
                 st.release(jp)
         if best_effort:
             dfs(i + 1, cost, w)
@@ -239,10 +259,14 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
             out.take(jp, alloc)
         else:
             out.take(jp, alloc, best_shards[0].get(jp))
+    gpus = None
+    if factored:
+        counts = {(jp, sp, c): n for jp, gv in best_variants[0].items() for (sp, c), n in (gv or {}).items()}
+        gpus = ids_of_counts(instance, _class_ids(instance), counts)
     proven = not timed_out[0]
     bound = None
     if proven:
-        bound = evaluate(instance, out.assignment(), out.shard_assignment(), stages).objective
+        bound = evaluate(instance, out.assignment(), out.shard_assignment(), stages, gpus).objective
     return Outcome(
         out.assignment(),
         optimal=proven,
@@ -251,7 +275,50 @@ def brute_force(instance: Instance, opts: Options) -> Outcome:
         message=None if proven else "time limit reached: best placement found, not proven",
         shards=out.shard_assignment(),
         stages=stages,
+        gpus=gpus,
     )
+
+
+def _gpu_variants(instance: Instance, alloc: dict[int, int]) -> list[dict[tuple[int, int], int]]:
+    """Every choice of GPU classes for ``alloc`` on its factored servers: per (server, class)
+    the workers there."""
+    per: list[list[dict[tuple[int, int], int]]] = []
+    fac = factored_servers(instance)
+    for sp, k in sorted(alloc.items()):
+        if sp not in fac:
+            continue
+        sizes = [len(ids) for ids, _ in gpu_classes(instance, sp)]
+        per.append([{(sp, c): n for c, n in enumerate(comp) if n} for comp in _compositions(sizes, k)])
+    out: list[dict[tuple[int, int], int]] = [{}]
+    for choices in per:
+        out = [{**a, **b} for a in out for b in choices]
+        if len(out) > MAX_ALLOCATIONS:
+            raise MethodUnavailableError(f"brute_force: more than {MAX_ALLOCATIONS} choices of GPUs for one allocation")
+    return out
+
+
+def _gpu_options(
+    instance: Instance, jp: int, options: list[tuple[float, dict[int, int], Any]]
+) -> list[tuple[float, dict[int, int], Any]]:
+    """Each option of job ``jp`` with every choice of GPU classes, costed by the evaluator on the
+    job alone (the objective is a sum over jobs, each job's term its own placement's)."""
+    job = instance.jobs[jp]
+    wf = weight_factor(instance, job)
+    out = []
+    for _, alloc, z in options:
+        for gv in _gpu_variants(instance, alloc):
+            x = {instance.servers[sp].id: k for sp, k in alloc.items()}
+            shards = {job.id: {instance.servers[sp].id: k for sp, k in z.items()}} if job.is_ps and z else None
+            stages = {job.id: matrix_ids(instance, z)} if job.is_hybrid else None
+            ids = ids_of_counts(instance, _class_ids(instance), {(jp, sp, c): n for (sp, c), n in gv.items()})
+            with np.errstate(invalid="ignore", divide="ignore"):
+                t = evaluate(instance, {job.id: x}, shards, stages, ids).jobs[job.id].expected_iteration_ms
+            if math.isfinite(t) and meets_deadline(job, t):
+                out.append((wf * t, alloc, (z, gv)))
+        if len(out) > MAX_ALLOCATIONS:
+            raise MethodUnavailableError(f"brute_force: job {job.id!r} has more than {MAX_ALLOCATIONS} GPU choices")
+    return sorted(out, key=lambda o: o[0])
+
 
 
 def _chunked(items: list[Any], cost: Any, budget: Budget) -> list[Any]:
@@ -328,3 +395,8 @@ def _ps_options(
         if math.isfinite(t) and meets_deadline(job, t):
             out.append((wf * t, alloc, z))
     return sorted(out, key=lambda o: o[0])
+
+
+def _class_ids(instance: Instance) -> dict[int, list[tuple[int, ...]]]:
+    """Each factored server's GPU classes (their indices)."""
+    return {sp: [ids for ids, _ in gpu_classes(instance, sp)] for sp in factored_servers(instance)}

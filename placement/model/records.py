@@ -35,6 +35,7 @@ __all__ = [
     "Assignment",
     "StageMatrix",
     "Stages",
+    "GpuChoice",
     "Override",
     "OBJECTIVES",
     "ADMISSIONS",
@@ -52,6 +53,14 @@ dp server ids)."""
 
 Stages = Mapping[str, StageMatrix]
 """``{job_id: stage matrix}`` of the hybrid jobs placed."""
+
+GpuChoice = Mapping[str, Mapping[str, tuple[int, ...]]]
+"""``{job_id: {server_id: GPU indices}}``: which GPUs of each server a job holds (DESIGN.md,
+"Per-GPU factors")."""
+
+ANY_CLASS = "*"
+"""The key of a server's ``gpu_slowdowns`` that serves every application class it does not
+list (a plain list in a document is this key alone)."""
 
 
 def _frozen_map(m: Mapping[Any, Any] | None) -> Mapping[Any, Any]:
@@ -106,10 +115,43 @@ class Server:
     cpus: float | None = None
     memory_gb: float | None = None
     slowdown: Slowdown = NO_SLOWDOWN
+    gpu_slowdowns: Mapping[str, tuple[float, ...]] = field(default_factory=dict, hash=False)
+    """Static per-GPU factors ``f_g`` (one per GPU, 1 by default, below 1 a fast GPU) by
+    application class; :data:`ANY_CLASS` serves the classes not listed."""
+    held_gpus: tuple[int, ...] | None = None
+    """Which GPUs are held (``used_gpus`` of them); ``None``: the first ``used_gpus``."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpu_slowdowns", _frozen_map({k: tuple(v) for k, v in self.gpu_slowdowns.items()}))
+        if self.held_gpus is not None:
+            object.__setattr__(self, "held_gpus", tuple(sorted(self.held_gpus)))
 
     @property
     def free_gpus(self) -> int:
         return self.gpus - self.used_gpus
+
+    @property
+    def held(self) -> tuple[int, ...]:
+        """The indices of the GPUs held by running jobs."""
+        return self.held_gpus if self.held_gpus is not None else tuple(range(self.used_gpus))
+
+    @property
+    def free_gpu_ids(self) -> tuple[int, ...]:
+        """The indices of the free GPUs, ascending."""
+        held = set(self.held)
+        return tuple(g for g in range(self.gpus) if g not in held)
+
+    @property
+    def has_gpu_factors(self) -> bool:
+        """Whether some GPU's factor differs from 1 for some class."""
+        return any(f != 1.0 for fs in self.gpu_slowdowns.values() for f in fs)
+
+    def gpu_factors(self, app_class: str | None) -> tuple[float, ...]:
+        """Each GPU's factor for a job of ``app_class`` (its class's list, else the list for
+        every class, else 1)."""
+        fs = self.gpu_slowdowns
+        got = (fs.get(app_class) if app_class is not None else None) or fs.get(ANY_CLASS)
+        return tuple(got) if got is not None else (1.0,) * self.gpus
 
 
 @dataclass(frozen=True)
@@ -171,6 +213,9 @@ class Job:
     microbatches: int = 1
     activation_mb: float = 0.0
     """Activations sent across a stage boundary per microbatch, each way."""
+    app_class: str | None = None
+    """The job's application class, which picks the servers' per-GPU factors for it (PAL's
+    classes: a GPU slow for one class need not be slow for another)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "slowdown", _frozen_map(self.slowdown))
@@ -321,6 +366,8 @@ class Solution:
     """``{job: {server: shards}}`` of the parameter-server jobs placed."""
     stages: Stages = field(default_factory=dict)
     """``{job: stage matrix}`` of the hybrid jobs placed (pp rows of dp server ids)."""
+    gpus: GpuChoice = field(default_factory=dict)
+    """``{job: {server: GPU indices}}`` on the servers with per-GPU factors."""
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -334,6 +381,11 @@ class Solution:
             MappingProxyType({j: MappingProxyType(dict(a)) for j, a in self.shards.items()}),
         )
         object.__setattr__(self, "stages", _frozen_map({j: freeze_stages(m) for j, m in self.stages.items()}))
+        object.__setattr__(
+            self,
+            "gpus",
+            MappingProxyType({j: MappingProxyType({s: tuple(g) for s, g in a.items()}) for j, a in self.gpus.items()}),
+        )
         object.__setattr__(self, "jobs", _frozen_map(self.jobs))
         object.__setattr__(self, "stats", _frozen_map(self.stats))
         object.__setattr__(self, "unplaced", tuple(self.unplaced))

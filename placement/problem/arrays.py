@@ -103,6 +103,7 @@ class EvalIndex:
             self.type_codes = np.array([code[t] for t in self.gpu_type], dtype=np.int64)
         self._job_a: dict[int, np.ndarray] = {}
         self._job_score: dict[int, np.ndarray] = {}
+        self._floors: dict[tuple[str, str | None], np.ndarray | None] = {}
 
     # per-job vectors over all servers (cached) ----------------------------------
     def job_a(self, jp: int) -> np.ndarray:
@@ -118,8 +119,27 @@ class EvalIndex:
                 ok = np.zeros(self.n, dtype=bool)
                 ok[[self.instance.server_pos[s] for s in job.allowed_servers]] = True
                 a = np.where(ok, a, math.inf)
+            floor = self.least_factors(job.app_class)
+            if floor is not None:
+                a = a * floor
             self._job_a[jp] = a
         return self._job_a[jp]
+
+    def least_factors(self, app_class: str | None) -> np.ndarray | None:
+        """Per server, the least per-GPU factor among its free GPUs for ``app_class`` (1 on a
+        server without factors or without a free GPU); ``None`` when no server has factors."""
+        key = ("least", app_class)
+        if key not in self._floors:
+            out = None
+            if any(s.has_gpu_factors for s in self.instance.servers):
+                out = np.ones(self.n)
+                for sp, s in enumerate(self.instance.servers):
+                    free = s.free_gpu_ids
+                    if s.has_gpu_factors and free:
+                        f = s.gpu_factors(app_class)
+                        out[sp] = min(f[g] for g in free)
+            self._floors[key] = out
+        return self._floors[key]
 
     def job_score(self, jp: int) -> np.ndarray:
         """``a[j][n] E[S_jn]`` for every server (the job's overrides patched in)."""
@@ -142,6 +162,15 @@ class EvalIndex:
 
     # per-pair data ------------------------------------------------------------
     def a(self, jp: int, sp: int) -> float:
+        """The job's compute time on server ``sp`` on its fastest free GPU (``a_n`` times the
+        least per-GPU factor there): what no placement beats, which bounds, pricing and the
+        exact models' first level use."""
+        base = self.base_a(jp, sp)
+        floor = self.least_factors(self.instance.jobs[jp].app_class)
+        return base if floor is None else base * float(floor[sp])
+
+    def base_a(self, jp: int, sp: int) -> float:
+        """``a_n`` = compute time over the GPU type's speed (no per-GPU factor)."""
         job = self.instance.jobs[jp]
         speed = job.speed(self.gpu_type[sp])
         return job.compute_ms / speed if speed else math.inf
@@ -179,7 +208,8 @@ class EvalIndex:
         coefs: Sequence[Sequence[float]] | None = None,
         shifts: Sequence[Sequence[float]] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """For each ``(job position, server positions)`` group: ``E[max_n a_n S_n + q_n]``,
+        """For each ``(job position, server positions)`` group: ``E[max_n a_n S_n + q_n]``
+        (``a_n`` is :meth:`a`: on its fastest free GPU; pass ``coefs`` for the GPUs held),
         ``max_n a_n + q_n`` (ideal) and ``P(max_n a_n S_n + q_n > max_n a_n + q_n)``.
         ``coefs[g][k]``, when given, replaces ``a`` of the k-th server of group g (a
         parameter-server job's push/pull times, the same draws of ``S``); ``shifts[g][k]`` is

@@ -117,16 +117,24 @@ def pipeline_slots(job: Job) -> int:
 
 
 def hybrid_phase(
-    instance: Instance, items: Sequence[tuple[int, PosMatrix]]
+    instance: Instance,
+    items: Sequence[tuple[int, PosMatrix]],
+    factors: Mapping[tuple[int, int], float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[HybridTerms]]:
     """For each ``(job position, matrix)``: ``E[T]``, ``T°``, ``P(T > T°)`` and the terms
-    (one batched kernel call)."""
+    (one batched kernel call).  ``factors``, on an instance with per-GPU factors: the largest
+    factor of a job's GPUs on a server, by ``(job, server)`` position (absent 1): every group of the job on that server
+    computes at it (the model's rule: a server's groups run at its slowest GPU)."""
     if not items:
         z = np.zeros(0)
         return z, z, z, []
     terms = [stage_terms(instance, instance.jobs[jp], m) for jp, m in items]
     groups = [(jp, t.servers) for (jp, _), t in zip(items, terms)]
-    e, ideal, strag = arrays_of(instance).expected_max(groups, shifts=[t.q for t in terms])
+    idx = arrays_of(instance)
+    coefs = None
+    if factors is not None:
+        coefs = [[idx.base_a(jp, sp) * factors.get((jp, sp), 1.0) for sp in sps] for jp, sps in groups]
+    e, ideal, strag = idx.expected_max(groups, coefs, shifts=[t.q for t in terms])
     k = np.array([pipeline_slots(instance.jobs[jp]) for jp, _ in items], dtype=float)
     sync = np.array([t.sync_ms for t in terms])
     with np.errstate(invalid="ignore"):

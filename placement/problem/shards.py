@@ -78,10 +78,18 @@ def ps_phase(
 
 
 def ps_straggler(
-    instance: Instance, jp: int, x: Mapping[int, int], z: Mapping[int, int], ideal_compute: float, ideal_comm: float
+    instance: Instance,
+    jp: int,
+    x: Mapping[int, int],
+    z: Mapping[int, int],
+    ideal_compute: float,
+    ideal_comm: float,
+    factors: Mapping[tuple[int, int], float] | None = None,
 ) -> float:
     """``P(T_j > T°_j)``: 1 - P(every server of the job keeps both its phases at their ideal
-    maxima), one draw per server for both phases."""
+    maxima), one draw per server for both phases (``factors``, on an instance with per-GPU
+    factors: the largest factor of the job's GPUs on a server, by ``(job, server)`` position,
+    absent 1)."""
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     sps, c, _ = ps_coefs(instance, job, x, z)
@@ -90,7 +98,8 @@ def ps_straggler(
     for sp in sorted(set(x) | set(z)):
         limit = math.inf
         if x.get(sp, 0) > 0:
-            limit = min(limit, ideal_compute / idx.a(jp, sp))
+            a = idx.a(jp, sp) if factors is None else idx.base_a(jp, sp) * factors.get((jp, sp), 1.0)
+            limit = min(limit, ideal_compute / a)
         if cm.get(sp, 0.0) > 0:
             limit = min(limit, ideal_comm / cm[sp])
         keep = keep * idx.cdf(jp, sp, limit)

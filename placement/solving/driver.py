@@ -19,7 +19,8 @@ from placement.evaluation.bounds import lower_bound, reportable_bound
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.feasibility import infeasibility_reason
 from placement.evaluation.validate import validate
-from placement.model.records import Assignment, Instance, Solution, Stages, Status
+from placement.model.records import Assignment, GpuChoice, Instance, Solution, Stages, Status
+from placement.problem.gpus import choose_gpus
 from placement.problem.hybrid import complete_stages
 from placement.problem.rules import moves
 from placement.problem.shards import complete_shards
@@ -166,6 +167,7 @@ def placed(
     message: str | None = None,
     shards: Assignment | None = None,
     stages: Stages | None = None,
+    gpus: GpuChoice | None = None,
 ) -> Solution:
     """A placement made elsewhere (read back from manifests, or a running cluster) as a
     :class:`Solution`: validated and evaluated as every method's answer is; ``error`` with the
@@ -181,7 +183,7 @@ def placed(
         raise InvalidInputError(bad)
     t0 = time.monotonic()
     opts = Options(time_limit_s=0.0, seed=0, threads=1, budget=Budget(t0))
-    out = Outcome(dict(assignment), backend="placement", message=message, shards=shards, stages=stages)
+    out = Outcome(dict(assignment), backend="placement", message=message, shards=shards, stages=stages, gpus=gpus)
     return _finish(instance, method, out, opts, t0, 0)
 
 
@@ -239,11 +241,13 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
     mapped = {j: m for j, m in (out.stages or {}).items() if m}
     stages = complete_stages(instance, assignment, mapped)
     mapped_here = sorted(set(stages) - set(mapped))
-    violations = validate(instance, assignment, shards=shards, stages=stages)
+    # GPUs on the servers with per-GPU factors: the method's, else the rule's
+    gpus = choose_gpus(instance, assignment, out.gpus)
+    violations = validate(instance, assignment, shards=shards, stages=stages, gpus=gpus)
     if violations:
         stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))
         return empty(Status.ERROR)
-    ev = evaluate(instance, assignment, shards, stages)
+    ev = evaluate(instance, assignment, shards, stages, gpus)
     stats["placed_weight"] = ev.placed_weight
     # the method's bound, or the instance's simple one, whichever is higher (both are valid: an
     # exact model that relaxes a hybrid job's communication can prove less than the simple bound)
@@ -287,4 +291,5 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
         stats=stats,
         shards=shards,
         stages=stages,
+        gpus=gpus,
     )

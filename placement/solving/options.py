@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from placement.model.records import Assignment, Stages
+from placement.model.records import Assignment, GpuChoice, Stages
 from placement.solving.budget import NO_BUDGET, Budget
 
 __all__ = ["Options", "Outcome"]
@@ -88,3 +88,6 @@ class Outcome:
     message: str | None = None
     shards: Assignment | None = None
     stages: Stages | None = None
+    gpus: GpuChoice | None = None
+    """Which GPUs each job holds on servers with per-GPU factors; the driver chooses those a
+    method leaves out (:func:`placement.problem.gpus.choose_gpus`)."""

@@ -82,7 +82,7 @@ def _grid(instance: Instance, solution: Solution) -> _Grid:
             cells = gpus[sid]
             for _ in range(k):
                 cells[cells.index(None)] = jid
-    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages)
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages, solution.gpus)
     expected = {j: r.expected_iteration_ms for j, r in ev.jobs.items()}
     penalty = {j: r.expected_iteration_ms - r.ideal_iteration_ms for j, r in ev.jobs.items()}
     return _Grid(racks, pods, mean, p_slow, gpus, expected, penalty)
