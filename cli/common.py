@@ -161,7 +161,9 @@ def checked_solution(inst: Any, path: str) -> Any:
     sol = placement.load_solution(path, inst)
     if sol.instance != inst.name:
         err(f"warning: {path} is a solution of instance {sol.instance!r}, checked here against {inst.name!r}")
-    violations = placement.validate(inst, sol.assignment, sol.unplaced, shards=sol.shards, stages=sol.stages)
+    violations = placement.validate(
+        inst, sol.assignment, sol.unplaced, shards=sol.shards, stages=sol.stages, gpus=sol.gpus
+    )
     if violations:
         err(f"{path}: invalid placement, {len(violations)} violation(s):")
         for v in violations:

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from placement.formulations.index import JobIndex, ProblemIndex, index_instance, start_modes
+from placement.formulations.index import GpuLevel, JobIndex, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.quiet import interruptible_cpsat
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import CPSAT_OPTIMAL_RTOL, CPSAT_PROB_UNITS, TIE_RTOL
+from placement.problem.gpus import ids_of_counts
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES, capacity_units, demand_units, exact_in_units
 from placement.problem.shards import complete_shards
 from placement.solving.backend import MIN_SOLVE_S, BackendResult, Termination
@@ -89,6 +90,7 @@ def _build(
     shard_pairs: dict[int, list[tuple[int, Any]]] = {}
     modes: dict[int, list[list[Any]]] = {}
     hints: list[tuple[Any, int]] = []
+    gpu_x: dict[tuple[int, int, int], Any] = {}
     probs = index.scenario_probs
     for j in index.jobs:
         job = inst.jobs[j.jp]
@@ -123,6 +125,17 @@ def _build(
                 k = int(start_alloc.get(inst.servers[int(sp)].id, 0))
                 hints += [(xv, k), (yv, int(k > 0))]
         m.add(sum(xs) == j.workers * p)
+        links: list[tuple[GpuLevel, Any]] = []  # the factor levels and their literals
+        for e in j.gpus:
+            xg = [m.new_int_var(0, n, f"xg_{tag}_{e.i}_{c}") for c, _, n in e.classes]
+            m.add(sum(xg) == xs[e.i])
+            for cls_i, var in enumerate(xg):
+                gpu_x[(j.jp, e.sp, cls_i)] = var
+            for lv_i, lv in enumerate(e.levels):
+                u = m.new_bool_var(f"ul_{tag}_{e.i}_{lv_i}")
+                for cls_i in lv.classes:
+                    m.add(xg[cls_i] <= e.classes[cls_i][2] * u)
+                links.append((lv, u))
         if job.max_servers is not None:
             m.add(sum(ys) <= job.max_servers)
         zs = [m.new_bool_var(f"z_{tag}_{h}") for h in range(len(j.homes))]
@@ -161,7 +174,8 @@ def _build(
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None
             for s, ps in enumerate(probs):
-                hi = max(scale.time_floor(float(j.scen_time[:, s].max())), 0)
+                top = max([float(j.scen_time[:, s].max())] + [float(lv.scen_time[s]) for lv, _ in links])
+                hi = max(scale.time_floor(top), 0)
                 tau = m.new_int_var(0, hi, f"tau_{tag}_{s}")
                 # the maximum itself, not only above each term: a bound alone leaves CP-SAT
                 # free values to step down one unit per solution (see _pinned)
@@ -170,6 +184,9 @@ def _build(
                     v = float(j.scen_time[i, s])
                     if v > j.scen_floor[s] * (1 + TIE_RTOL):
                         lows.append(scale.time_floor(v) * ys[i])
+                for lv, u in links:
+                    assert lv.scen_time is not None
+                    lows.append(scale.time_floor(float(lv.scen_time[s])) * u)
                 m.add_max_equality(tau, lows)
                 exp_terms.append((float(ps) * scale.time_unit_ms, tau))
         else:
@@ -177,19 +194,21 @@ def _build(
             for k in range(len(j.t)):
                 qk = j.q[k]
                 dt = float(j.dt[k])
-                if dt <= 0 or not (qk < 1).any():
+                lq = [(float(lv.q[k]), u) for lv, u in links if lv.q is not None]
+                if dt <= 0 or (not (qk < 1).any() and all(r >= 1 for r, _ in lq)):
                     continue
                 g = m.new_int_var(0, R, f"G_{tag}_{k}")
-                lows = [R * ys[i] for i in range(len(ys)) if qk[i] <= 0]
-                chain = [i for i in range(len(ys)) if 0 < qk[i] < 1]
+                lows = [R * ys[i] for i in range(len(ys)) if qk[i] <= 0] + [R * u for r, u in lq if r <= 0]
+                chain = [(float(qk[i]), ys[i]) for i in range(len(ys)) if 0 < qk[i] < 1]
+                chain += [(r, u) for r, u in lq if 0 < r < 1]
                 if chain:
                     prev = m.new_int_var(0, R, f"pi0_{tag}_{k}")
                     m.add(prev == R * p)
-                    for mm, i in enumerate(chain):
-                        f = int(math.ceil(float(qk[i]) * R))
+                    for mm, (qv, lit) in enumerate(chain):
+                        f = int(math.ceil(qv * R))
                         pi = m.new_int_var(0, R, f"pi_{tag}_{k}_{mm}")
-                        _pinned(m, pi, prev, f, ys[i])
-                        m.add(pi == prev).only_enforce_if(~ys[i])
+                        _pinned(m, pi, prev, f, lit)
+                        m.add(pi == prev).only_enforce_if(~lit)
                         prev = pi
                     lows.append(R * p - prev)
                 m.add_max_equality(g, lows)  # not empty: some q < 1
@@ -216,9 +235,11 @@ def _build(
             m.add(a >= b)
     for sp in sorted(set(per_server) | set(shard_pairs)):
         add_capacity_rows(m, inst, sp, per_server.get(sp, []), shard_pairs.get(sp, []))
+    for (sp, cls_i), vs in by_gpu_class(gpu_x):  # each class of GPUs holds its own
+        m.add(sum(vs) <= len(index.gpu_classes[sp][cls_i]))
     for v, val in hints:
         m.add_hint(v, val)
-    return m, x, placed, obj_terms, weight_terms, modes
+    return m, x, placed, obj_terms, weight_terms, modes, gpu_x
 
 
 def _push_pull(
@@ -404,7 +425,7 @@ class CpSatBackend:
         scale = Scale.for_index(index)
         ps_modelled = any(j.shards is not None for j in index.jobs)
         start_shards = complete_shards(instance, start, None) if start is not None and ps_modelled else None
-        m, x, placed, obj_terms, weight_terms, modes = _build(index, scale, start, start_shards or {})
+        m, x, placed, obj_terms, weight_terms, modes, gpu_x = _build(index, scale, start, start_shards or {})
         notes = (
             f"time unit {scale.time_unit_ms:g} ms, probability unit {1 / CPSAT_PROB_UNITS:g}, "
             f"objective scale {scale.objective_scale:g}/ms"
@@ -470,6 +491,15 @@ class CpSatBackend:
                     if s.value(uv):
                         shards.setdefault(j.job_id, {})[instance.servers[int(j.shards.servers[k])].id] = mode[0]
         bound = float(s.best_objective_bound) / scale.objective_scale
+        gpus = ids_of_counts(instance, index.gpu_classes, {key: int(s.value(v)) for key, v in gpu_x.items()})
         return BackendResult(
-            t, assignment, bound=bound, weight_proven=proven_w, exact=exact, path=path, message=notes, shards=shards
+            t,
+            assignment,
+            bound=bound,
+            weight_proven=proven_w,
+            exact=exact,
+            path=path,
+            message=notes,
+            shards=shards,
+            gpus=gpus,
         )

@@ -61,6 +61,7 @@ __all__ = [
     "ProblemIndex",
     "index_instance",
     "PS_EXACT_TERMS",
+    "by_gpu_class",
     "start_modes",
 ]
 
@@ -407,7 +408,11 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         if len(sps) == 0:
             jobs.append(ji)
             continue
-        ji.gpus = [_gpu_entry(instance, jp, i, int(sp), int(cap[i]), gclasses) for i, sp in enumerate(sps) if int(sp) in gclasses]
+        ji.gpus = [
+            _gpu_entry(instance, jp, i, int(sp), int(cap[i]), gclasses)
+            for i, sp in enumerate(sps)
+            if int(sp) in gclasses
+        ]
         tops = [(e.i, ev.base_a(jp, e.sp) * lv.factor) for e in ji.gpus for lv in e.levels]
         if probs is not None:
             rows = [_row(ev, jp, int(sp)) for sp in sps]
@@ -418,7 +423,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
                 for lv in e.levels:
                     lv.scen_time = ev.base_a(jp, e.sp) * lv.factor * np.asarray(rows[e.i], dtype=float)
             if tops:
-                top = np.max([lv.scen_time for e in ji.gpus for lv in e.levels], axis=0)
+                top = np.max([np.asarray(lv.scen_time) for e in ji.gpus for lv in e.levels], axis=0)
                 ji.upper_ms = float(np.maximum(ji.scen_time.max(axis=0), top) @ probs)
         else:
             dists = [_dist(ev, jp, int(sp)) for sp in sps]
@@ -463,6 +468,14 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
         units=members,
         gpu_classes={sp: [ids for ids, _ in cls] for sp, cls in gclasses.items()},
     )
+
+
+def by_gpu_class(gpu_x: Mapping[tuple[int, int, int], Any]) -> list[tuple[tuple[int, int], list[Any]]]:
+    """A model's GPU-class variables ``(job, server, class) -> var`` by (server, class), sorted."""
+    out: dict[tuple[int, int], list[Any]] = {}
+    for (_, sp, c), v in gpu_x.items():
+        out.setdefault((sp, c), []).append(v)
+    return sorted(out.items(), key=lambda kv: kv[0])
 
 
 def _gpu_entry(instance: Instance, jp: int, i: int, sp: int, cap: int, gclasses: Mapping[int, Any]) -> GpuEntry:

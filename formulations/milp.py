@@ -28,12 +28,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from placement.formulations.index import ProblemIndex, index_instance, start_modes
+from placement.formulations.index import GpuLevel, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.milp_push_pull import push_pull
 from placement.formulations.packing import disaggregate
 from placement.formulations.quiet import interruptible_run, native_stdout_silenced
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, GpuChoice, Instance
 from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE_RTOL
+from placement.problem.gpus import choose_gpus, counts_of_ids, ids_of_counts
 from placement.problem.rules import RESOURCES, SHARD_RESOURCES
 from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
@@ -63,6 +64,10 @@ class Built:
     """Per parameter-server job modelled exactly: per shard server, its mode binaries."""
     counts: dict[int, dict[int, Any]] = field(default_factory=dict)
     """Per job with a fitted ``gamma``: one binary per count ``k >= 2`` of servers used."""
+    gpus: dict[tuple[int, int, int], Any] = field(default_factory=dict)
+    """GPUs of each class a job holds on a server with per-GPU factors, by (job, server, class)."""
+    levels: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
+    """Per (job, server) with per-GPU factors, its level binaries (:class:`GpuLevel`)."""
 
 
 def build(index: ProblemIndex, name: str = "placement") -> Built:
@@ -81,6 +86,8 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
     per_server: dict[int, list[tuple[int, Any]]] = {}
     shard_terms: dict[int, list[tuple[int, Any]]] = {}
     b_modes: dict[int, list[list[Any]]] = {}
+    gpu_x: dict[tuple[int, int, int], Any] = {}
+    gpu_levels: dict[tuple[int, int], list[Any]] = {}
     probs = index.scenario_probs
     for j in index.jobs:
         job = inst.jobs[j.jp]
@@ -124,6 +131,20 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             used[(j.jp, int(sp))] = uv
             per_server.setdefault(int(sp), []).append((j.jp, xv))
         prob += pulp.lpSum(xs) == j.workers * p
+        links: list[tuple[GpuLevel, Any]] = []  # the factor levels and their binaries
+        for e in j.gpus:
+            xg = [pulp.LpVariable(f"xg_{tag}_{e.i}_{c}", 0, n, cat="Integer") for c, _, n in e.classes]
+            prob += pulp.lpSum(xg) == xs[e.i]
+            for c, v in enumerate(xg):
+                gpu_x[(j.jp, e.sp, c)] = v
+            lvs = []
+            for lv_i, lv in enumerate(e.levels):
+                u = pulp.LpVariable(f"ul_{tag}_{e.i}_{lv_i}", cat="Binary")
+                for c in lv.classes:
+                    prob += xg[c] <= e.classes[c][2] * u
+                links.append((lv, u))
+                lvs.append(u)
+            gpu_levels[(j.jp, e.sp)] = lvs
         if job.max_servers is not None:
             prob += pulp.lpSum(us) <= job.max_servers
         zs = [pulp.LpVariable(f"z_{tag}_{h}", cat="Binary") for h in range(len(j.homes))]
@@ -170,6 +191,9 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                     v = float(j.scen_time[i, s])
                     if v > j.scen_floor[s] * (1 + TIE_RTOL):
                         prob += tau >= v * ys[i]
+                for lv, u in links:
+                    assert lv.scen_time is not None
+                    prob += tau >= float(lv.scen_time[s]) * u
                 taus.append(float(ps) * tau)
             expected = pulp.lpSum(taus)
         else:
@@ -180,13 +204,18 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 dt = float(j.dt[k])
                 if dt <= 0:
                     continue
-                if not (qk < 1).any():
+                lq = [(float(lv.q[k]), u) for lv, u in links if lv.q is not None]
+                if not (qk < 1).any() and all(r >= 1 for r, _ in lq):
                     continue  # no used server can reach t_k: P(X >= t_k) = 0
                 g = pulp.LpVariable(f"G_{tag}_{k}", 0, 1)
                 for i in range(len(ys)):
                     if qk[i] <= 0:
                         prob += g >= ys[i]
+                for r, u in lq:
+                    if r <= 0:
+                        prob += g >= u
                 chain = [(float(qk[i]) ** c, b) for i in range(len(ys)) if 0 < qk[i] < 1 for c, b in bits[i]]
+                chain += [(r, u) for r, u in lq if 0 < r < 1]
                 if chain:
                     prev: Any = p
                     for m, (qf, b) in enumerate(chain):
@@ -215,6 +244,8 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             prob += expected + comm <= j.time_limit_ms
         obj_terms.append(j.factor * (expected + comm))
         weight_terms.append(j.weight * p)
+    for (sp, cls_i), vs in by_gpu_class(gpu_x):  # each class of GPUs holds its own
+        prob += pulp.lpSum(vs) <= len(index.gpu_classes[sp][cls_i])
     # no symmetry rows here: HiGHS detects the symmetry itself and proved library/small/calm in
     # 0.7 s without them, 1.5 s with them (CP-SAT, which gains from them, has them)
     for sp in sorted(set(per_server) | set(shard_terms)):
@@ -233,7 +264,20 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
             ]
             if cap is not None and terms:
                 prob += pulp.lpSum(terms) <= n * cap
-    return Built(prob, index, x, placed, pulp.lpSum(obj_terms), pulp.lpSum(weight_terms), used, ints, b_modes, counts)
+    return Built(
+        prob,
+        index,
+        x,
+        placed,
+        pulp.lpSum(obj_terms),
+        pulp.lpSum(weight_terms),
+        used,
+        ints,
+        b_modes,
+        counts,
+        gpu_x,
+        gpu_levels,
+    )
 
 
 STATUS_TABLE: dict[tuple[int, int], Termination] = {
@@ -436,6 +480,7 @@ class MilpBackend:
         bound: float | None = None
         assignment = None
         shards: Assignment | None = None
+        gpus: GpuChoice | None = None
         while True:
             st, b, solver_bound, proven_w = _solve(
                 index, self.solver, time.monotonic() + budget.left(), threads, start if self.warm else None, path
@@ -446,13 +491,14 @@ class MilpBackend:
                 break
             assignment, hard = _extract(b, instance)
             shards = _shards(b, instance) if assignment is not None else None
+            gpus = _gpus(b, instance) if assignment is not None else None
             if hard:
                 path.append(f"{len(hard)} class(es) packed by CP-SAT")
             if assignment is not None or not index.units or budget.left() < 0.5:
                 break
             path.append("a class could not be packed: unaggregated model")
             index = index_instance(instance, cutoff=cutoff, aggregate=False)
-        return BackendResult(st, assignment, bound=bound, weight_proven=proven_w, path=path, shards=shards)
+        return BackendResult(st, assignment, bound=bound, weight_proven=proven_w, path=path, shards=shards, gpus=gpus)
 
 
 def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | None) -> None:
@@ -477,6 +523,16 @@ def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | 
             if len(bits[i]) > 1 or bits[i][0][1] is not ys[i]:
                 for c, bv in bits[i]:
                     bv.setInitialValue(1 if u & c else 0)
+        held = counts_of_ids(instance, b.index.gpu_classes, choose_gpus(instance, {j.job_id: alloc}))
+        for (jp, sp, c), v in b.gpus.items():
+            if jp == j.jp:
+                v.setInitialValue(held.get((jp, sp, c), 0))
+        for (jp, sp), lvs in b.levels.items():
+            if jp != j.jp:
+                continue
+            e = next(e for e in j.gpus if e.sp == sp)
+            for lv, u in zip(e.levels, lvs):
+                u.setInitialValue(int(any(held.get((jp, sp, c), 0) > 0 for c in lv.classes)))
         if not alloc or not zs:
             continue
         zalloc = {instance.server_pos[sid]: k for sid, k in (shards or {}).get(j.job_id, {}).items() if k > 0}
@@ -515,6 +571,12 @@ def _shards(b: Built, instance: Instance) -> Assignment:
                 if (uv.varValue or 0.0) > 0.5:
                     out.setdefault(j.job_id, {})[instance.servers[int(j.shards.servers[m])].id] = mode[0]
     return out
+
+
+def _gpus(b: Built, instance: Instance) -> GpuChoice:
+    """The GPUs the model chose on the servers with per-GPU factors."""
+    counts = {key: int(round(v.varValue or 0.0)) for key, v in b.gpus.items()}
+    return ids_of_counts(instance, b.index.gpu_classes, counts)
 
 
 def _extract(b: Built, instance: Instance) -> tuple[dict[str, dict[str, int]] | None, list[int]]:

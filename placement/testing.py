@@ -15,6 +15,7 @@ reports them infeasible is wrong.  Needs ``hypothesis`` (``pip install placement
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -82,6 +83,7 @@ def instances(
     parameter_servers: bool | None = None,
     hybrid: bool = False,
     comm_terms: bool | None = None,
+    gpu_factors: bool = False,
 ) -> Instance:
     """A valid instance built by construction.
 
@@ -90,6 +92,8 @@ def instances(
     of a planted placement (stored in ``metadata["witness"]``), so admission ``all`` can
     always be met; otherwise jobs may also be too large to fit.  ``comm_terms``: fitted
     all-reduce terms (``alpha``, ``gamma``) at some of the topology's bandwidth levels.
+    ``gpu_factors``: servers with per-GPU factors (some by application class, some GPUs held
+    named by index) and jobs naming classes.
     """
     if not 1 <= min_servers <= max_servers:
         raise ValueError(f"need 1 <= min_servers <= max_servers, got {min_servers}, {max_servers}")
@@ -286,6 +290,8 @@ def instances(
                 ]
                 gamma = -0.5 * min(ring, default=0.0)
             terms.append(CommTerm(level, alpha, gamma))
+    if gpu_factors:
+        servers, jobs = _with_gpu_factors(draw, servers, jobs)
     inst = Instance(
         name="hypothesis",
         servers=tuple(servers),
@@ -303,6 +309,27 @@ def instances(
     )
     # through the loader: what the strategy builds is what a user's file would give
     return instance_from_dict(instance_to_dict(inst))
+
+
+_FACTORS = st.sampled_from([0.9, 1.0, 1.0, 1.1, 1.3])
+
+
+def _with_gpu_factors(draw: st.DrawFn, servers: list[Server], jobs: list[Job]) -> tuple[list[Server], list[Job]]:
+    """``servers`` with drawn per-GPU factors (a list for every class, and some for class
+    ``x``; held GPUs named by index) and ``jobs`` naming class ``x``, ``y`` or none."""
+    out = []
+    for s in servers:
+        fs: dict[str, tuple[float, ...]] = {}
+        if draw(st.booleans()):
+            fs["*"] = tuple(draw(st.lists(_FACTORS, min_size=s.gpus, max_size=s.gpus)))
+        if draw(st.booleans()):
+            fs["x"] = tuple(draw(st.lists(_FACTORS, min_size=s.gpus, max_size=s.gpus)))
+        held = None
+        if s.used_gpus and draw(st.booleans()):
+            held = tuple(draw(st.permutations(range(s.gpus)))[: s.used_gpus])
+        out.append(dataclasses.replace(s, gpu_slowdowns=fs, held_gpus=held))
+    classes = st.sampled_from([None, "x", "y"])
+    return out, [dataclasses.replace(j, app_class=draw(classes)) for j in jobs]
 
 
 def _job_fields(j: Job) -> dict[str, Any]:

@@ -30,7 +30,7 @@ def evaluate(instance: str, solution: str, samples: int | None, seed: int) -> No
 
     inst = placement.resolve_instance(instance)
     sol = checked_solution(inst, solution)
-    ev = placement.evaluate(inst, sol.assignment, sol.shards, sol.stages)
+    ev = placement.evaluate(inst, sol.assignment, sol.shards, sol.stages, sol.gpus)
     out: dict[str, Any] = {
         "instance": inst.name,
         "objective": ev.objective,

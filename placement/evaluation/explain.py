@@ -330,7 +330,12 @@ def explain(
     one raises :class:`~placement.errors.InvalidInputError`)."""
     from placement.errors import InvalidInputError
 
-    problems = [str(v) for v in validate(instance, solution.assignment, shards=solution.shards, stages=solution.stages, gpus=solution.gpus)]
+    problems = [
+        str(v)
+        for v in validate(
+            instance, solution.assignment, shards=solution.shards, stages=solution.stages, gpus=solution.gpus
+        )
+    ]
     wanted = [job] if job is not None else list(jobs) if jobs is not None else None
     problems += [f"job {j!r} is not placed by the solution" for j in wanted or () if j not in solution.assignment]
     if problems:

@@ -6,7 +6,7 @@ import math
 
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, GpuChoice, Instance
 from placement.problem.hybrid import complete_stages
 from placement.problem.shards import complete_shards
 
@@ -14,7 +14,7 @@ __all__ = ["placement_key", "best_placement"]
 
 
 def placement_key(
-    instance: Instance, assignment: Assignment | None, shards: Assignment | None = None
+    instance: Instance, assignment: Assignment | None, shards: Assignment | None = None, gpus: GpuChoice | None = None
 ) -> tuple[float, float]:
     """Lexicographic key (smaller is better): (-weight placed, objective); invalid: inf.
     Parameter-server jobs are ranked with their ``shards``, those left out with the shards
@@ -23,9 +23,9 @@ def placement_key(
         return (math.inf, math.inf)
     shards = complete_shards(instance, assignment, shards)
     stages = complete_stages(instance, assignment, None)
-    if validate(instance, assignment, shards=shards, stages=stages):
+    if validate(instance, assignment, shards=shards, stages=stages, gpus=gpus):
         return (math.inf, math.inf)
-    ev = evaluate(instance, assignment, shards, stages)
+    ev = evaluate(instance, assignment, shards, stages, gpus)
     return (-ev.placed_weight, ev.objective)
 
 

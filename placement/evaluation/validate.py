@@ -288,17 +288,23 @@ def _gpu_problems(instance: Instance, placed: Mapping[str, Mapping[str, int]], g
             if len(ok) != len(ids):
                 bad = [g for g in ids if g not in ok]
                 out.append(
-                    Violation("gpus", f"job {jid!r} names GPUs {bad} of {sid!r}, which has GPUs 0-{srv.gpus - 1}", jid, sid)
+                    Violation(
+                        "gpus", f"job {jid!r} names GPUs {bad} of {sid!r}, which has GPUs 0-{srv.gpus - 1}", jid, sid
+                    )
                 )
             if len(ids) != k:
-                out.append(Violation("gpus", f"job {jid!r} has {k} workers on {sid!r} but names {len(ids)} GPUs", jid, sid))
+                out.append(
+                    Violation("gpus", f"job {jid!r} has {k} workers on {sid!r} but names {len(ids)} GPUs", jid, sid)
+                )
             held = set(srv.held)
             for g in ok:
                 if g in held:
                     out.append(Violation("gpus", f"job {jid!r} names GPU {g} of {sid!r}, which is held", jid, sid))
                 elif (sid, g) in owner:
                     out.append(
-                        Violation("gpus", f"GPU {g} of {sid!r} is named by jobs {owner[(sid, g)]!r} and {jid!r}", jid, sid)
+                        Violation(
+                            "gpus", f"GPU {g} of {sid!r} is named by jobs {owner[(sid, g)]!r} and {jid!r}", jid, sid
+                        )
                     )
                 else:
                     owner[(sid, g)] = jid

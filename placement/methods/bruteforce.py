@@ -320,7 +320,6 @@ def _gpu_options(
     return sorted(out, key=lambda o: o[0])
 
 
-
 def _chunked(items: list[Any], cost: Any, budget: Budget) -> list[Any]:
     """``cost(chunk)`` of ``items`` in chunks of :data:`COST_CHUNK`, concatenated; stops
     early (fewer results than items) once ``budget`` expires: the caller then has no time

@@ -27,7 +27,7 @@ from placement.evaluation.validate import validate
 from placement.formulations.cpsat import CpSatBackend
 from placement.formulations.milp import MilpBackend
 from placement.methods.greedy import greedy
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, GpuChoice, Instance
 from placement.problem.hybrid import complete_stages
 from placement.problem.shards import complete_shards
 from placement.solving.backend import Backend, Termination
@@ -61,6 +61,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         bound: float | None = None,
         message: str | None = None,
         shards: Assignment | None = None,
+        gpus: GpuChoice | None = None,
     ) -> Outcome:
         return Outcome(
             assignment,
@@ -72,6 +73,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
             backend_version=backend.version(),
             message=message,
             shards=shards,
+            gpus=gpus,
         )
 
     bound = res.bound
@@ -85,8 +87,9 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         return done(None, infeasible=res.exact and not best_effort, message=res.message)
     assignment = res.assignment
     shards = complete_shards(instance, assignment, res.shards) if assignment is not None else None
+    gpus = res.gpus
     if assignment is not None and validate(
-        instance, assignment, shards=shards, stages=complete_stages(instance, assignment, None)
+        instance, assignment, shards=shards, stages=complete_stages(instance, assignment, None), gpus=gpus
     ):
         # only a relaxed row (CP-SAT's rounded deadline) can let this happen
         path.append("invalid after rounding")
@@ -103,15 +106,16 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     ruled = sorted(set(shards or {}) - set(res.shards or {}))
     if ruled:
         path.append(f"shards of {len(ruled)} parameter-server job(s) by the shard rule")
-    if placement_key(instance, start) < placement_key(instance, assignment, shards):
+    if placement_key(instance, start) < placement_key(instance, assignment, shards, gpus):
         path.append("start better than incumbent: returned start")
         assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
         shards = complete_shards(instance, assignment, None)
+        gpus = None  # the rule's, as the start was costed
         ruled = sorted(shards)
     # hybrid jobs' communication is not in the model (their stages are mapped after it): its
     # status proves nothing for them, only the gap to its bound does
     ruled += sorted(j for j in assignment if instance.job_by_id[j].is_hybrid)
-    true = evaluate(instance, assignment, shards).objective
+    true = evaluate(instance, assignment, shards, None, gpus).objective
     gap_ok = bound is not None and true - bound <= backend.optimal_rtol * max(1.0, abs(true))
     proven = res.termination is Termination.OPTIMAL and ((backend.trust_status and not ruled) or gap_ok)
     optimal = res.exact and res.weight_proven and (proven or (cutoff is not None and gap_ok))
@@ -122,7 +126,7 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         )
     if best_effort and not optimal:
         bound = None  # a bound at a fixed weight is no bound of the lexicographic problem
-    return done(assignment, optimal=optimal, bound=bound, message=message, shards=shards)
+    return done(assignment, optimal=optimal, bound=bound, message=message, shards=shards, gpus=gpus)
 
 
 def cpsat(instance: Instance, opts: Options) -> Outcome:

@@ -31,10 +31,8 @@ def factored_servers(instance: Instance) -> frozenset[int]:
     """Positions of the servers with per-GPU factors (memoised on the instance)."""
     got = instance.derived.get("factored")
     if got is None:
-        got = instance.derived["factored"] = frozenset(
-            sp for sp, s in enumerate(instance.servers) if s.has_gpu_factors
-        )
-    return got  # type: ignore[no-any-return]
+        got = instance.derived["factored"] = frozenset(sp for sp, s in enumerate(instance.servers) if s.has_gpu_factors)
+    return got
 
 
 def is_factored(instance: Instance) -> bool:
@@ -47,7 +45,9 @@ def job_factors(instance: Instance, jp: int, sp: int) -> tuple[float, ...]:
     return instance.servers[sp].gpu_factors(instance.jobs[jp].app_class)
 
 
-def choose_gpus(instance: Instance, assignment: Assignment, given: GpuChoice | None = None) -> dict[str, dict[str, tuple[int, ...]]]:
+def choose_gpus(
+    instance: Instance, assignment: Assignment, given: GpuChoice | None = None
+) -> dict[str, dict[str, tuple[int, ...]]]:
     """The GPUs each job holds on each factored server: ``given`` where it says, else by the
     rule: on each server, the jobs it does not cover take the fastest free GPUs left (by their
     class's factor, then index), the job with the most at stake first (objective coefficient
@@ -83,9 +83,9 @@ def choose_gpus(instance: Instance, assignment: Assignment, given: GpuChoice | N
         if sp not in fac:
             continue
 
-        def stake(item: tuple[int, int]) -> tuple[float, int]:
+        def stake(item: tuple[int, int], gpu_type: str = srv.gpu_type) -> tuple[float, int]:
             job = instance.jobs[item[0]]
-            speed = job.speed(srv.gpu_type) or 1.0
+            speed = job.speed(gpu_type) or 1.0
             return (-weight_factor(instance, job) * job.compute_ms / speed, item[0])
 
         for jp, k in sorted(todo, key=stake):
@@ -122,7 +122,7 @@ def gpu_classes(instance: Instance, sp: int) -> list[tuple[tuple[int, ...], Mapp
     srv = instance.servers[sp]
     free = srv.free_gpu_ids
     if sp not in factored_servers(instance):
-        return [(free, {jp: 1.0 for jp in range(len(instance.jobs))})]
+        return [(free, dict.fromkeys(range(len(instance.jobs)), 1.0))]
     keys = sorted({j.app_class for j in instance.jobs}, key=lambda c: (c is not None, c or ""))
     rows = {c: srv.gpu_factors(c) for c in keys}
     by: dict[tuple[float, ...], list[int]] = {}
@@ -163,7 +163,7 @@ def counts_of_ids(
         jp = instance.job_pos.get(jid)
         for sid, ids in per.items():
             sp = instance.server_pos.get(sid)
-            if jp is None or sp not in classes:
+            if jp is None or sp is None or sp not in classes:
                 continue
             for c, members in enumerate(classes[sp]):
                 n = len(set(ids) & set(members))

@@ -14,7 +14,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from placement.model.records import Assignment, Instance
+from placement.model.records import Assignment, GpuChoice, Instance
 from placement.solving.budget import Budget
 
 __all__ = ["Termination", "BackendResult", "Backend", "MIN_SOLVE_S"]
@@ -58,6 +58,8 @@ class BackendResult:
     optimality carry over (CP-SAT's integer capacity rows are stricter otherwise)."""
     path: list[str] = field(default_factory=list)
     message: str | None = None
+    gpus: GpuChoice | None = None
+    """The GPUs the model chose on the servers with per-GPU factors."""
     shards: Assignment | None = None
     """The shards of the parameter-server jobs whose push/pull phase the model priced
     exactly; the others' are left to the shard rule, and the model's objective is then
