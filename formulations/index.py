@@ -251,6 +251,9 @@ class ProblemIndex:
                 total += j.scen_time.shape[1]
             elif j.q is not None:
                 total += int((((j.q > 0) & (j.q < 1)) * bits).sum())
+            for e in j.gpus:  # class counts, level binaries and their chain links
+                total += len(e.classes) + len(e.levels)
+                total += sum(int((lv.q < 1).sum()) if lv.q is not None else 1 for lv in e.levels)
             if j.shards is not None:
                 sh = j.shards
                 total += sum(len(m) for m in sh.modes)

@@ -91,6 +91,28 @@ from placement.errors import (
     help="Telemetry steps ahead to forecast.",
 )
 @click.option(
+    "--gpu-profiles",
+    "gpu_profiles",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Per-GPU profiles: PAL's aggregated CSV (uuid, cabinet, node, device, exp, perf, ...) or a plain CSV "
+    "server, gpu, class, perf; each GPU's factor is its median over its class's fleet median; repeatable (one "
+    "class per file or several in one plain file).",
+)
+@click.option(
+    "--perf-is",
+    type=click.Choice(["time", "speed"]),
+    default=None,
+    help="How to read the profiles' perf (default: PAL's files by the column that tells, the plain format a time).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the rule that lays profiled GPUs onto servers the profile does not name.",
+)
+@click.option(
     "-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the instance here (default: stdout)."
 )
 @guard
@@ -108,9 +130,15 @@ def estimate(
     server_map: str | None,
     op_trace: str | None,
     rank_map: str | None,
+    gpu_profiles: tuple[str, ...],
+    perf_is: str | None,
+    seed: int,
 ) -> None:
-    """Write slowdown estimates learned from logs and telemetry into INSTANCE."""
-    check_output(output, instance, telemetry, demands, jobs_file, server_map, op_trace, rank_map, *logs, *pai)
+    """Write slowdown estimates learned from logs and telemetry, and per-GPU factors from
+    profiles, into INSTANCE."""
+    check_output(
+        output, instance, telemetry, demands, jobs_file, server_map, op_trace, rank_map, *logs, *pai, *gpu_profiles
+    )
     import placement
     from placement.formats import parse_json
 
@@ -138,6 +166,9 @@ def estimate(
         horizon=horizon,
         op_trace=op_trace,
         rank_map=rank_map,
+        gpu_profiles=gpu_profiles,
+        perf_is=perf_is,
+        seed=seed,
     )
     inst, servers, fleet, overrides = got.instance, got.servers, got.fleet, got.overrides
     emit(written(inst), output)
@@ -161,6 +192,29 @@ def estimate(
         con.print(t)
         if fleet is not None:
             con.print(f"fleet prior (servers without observations): E[S] = {fleet.mean():.3f}")
+    if got.gpu_profiles:
+        t = Table(
+            title="per-GPU factors (a GPU's median over its class's fleet median)", show_edge=False, pad_edge=False
+        )
+        for c in ("class", "GPUs", "runs", "perf read as", "because", "p5", "median", "p95", "max", "own spread"):
+            t.add_column(c)
+        import numpy as np
+
+        for p in got.gpu_profiles:
+            v = np.array(list(p.factors.values()))
+            q = np.percentile(v, [5, 50, 95])
+            t.add_row(
+                p.app_class,
+                str(len(v)),
+                str(p.runs),
+                p.perf_is,
+                p.why,
+                *(f"{x:.3f}" for x in (*q, v.max())),
+                f"{p.own_spread:.3f}",
+            )
+        con.print(t)
+        for line in got.laid_out:
+            con.print(f"laid out: {line}")
     if overrides:
         n = sum(len(v) for v in overrides.values())
         con.print(f"contention: {n} job-server overrides for {len(overrides)} job(s) from the telemetry forecast")

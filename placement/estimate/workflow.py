@@ -13,6 +13,7 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.apply import apply_estimates
+from placement.estimate.gpu_profiles import GpuProfile, apply_gpu_profiles, read_gpu_profiles
 from placement.estimate.logs import LogData, ServerEstimate, estimate_from_logs, read_iteration_log, read_pai
 from placement.estimate.telemetry import contention_overrides, read_demands, read_telemetry
 from placement.model import Instance, Slowdown
@@ -31,6 +32,10 @@ class Estimated:
     """The fleet prior given to servers without observations."""
     overrides: dict[str, dict[str, Slowdown]] | None
     """Per job and server, the contention forecast from telemetry (``None`` without it)."""
+    gpu_profiles: tuple[GpuProfile, ...] = ()
+    """The per-GPU profiles read (``gpu_profiles``), one per class."""
+    laid_out: tuple[str, ...] = ()
+    """How each class's factors were laid onto the servers."""
 
 
 def read_server_map(
@@ -84,15 +89,21 @@ def estimate_instance(
     horizon: int = 1,
     op_trace: str | os.PathLike[str] | None = None,
     rank_map: str | os.PathLike[str] | None = None,
+    gpu_profiles: Sequence[str | os.PathLike[str]] = (),
+    perf_is: str | None = None,
+    seed: int = 0,
 ) -> Estimated:
     """``instance`` with slowdowns learned from iteration ``logs`` and ``pai`` files (their
     servers renamed through ``server_map``) and contention overrides forecast ``horizon``
-    steps ahead from ``telemetry`` and ``demands``.  Bad input raises
+    steps ahead from ``telemetry`` and ``demands``; per-GPU factors from ``gpu_profiles``
+    (:mod:`placement.estimate.gpu_profiles`: ``perf_is`` their direction, ``seed`` the layout).  Bad input raises
     :class:`~placement.errors.InvalidInputError` naming the file and row.  ``op_trace``: a
     hybrid job's per-operation trace (:mod:`placement.estimate.optrace`), its ranks on the
     servers ``rank_map`` names; each rank compared with the ranks of its own stage."""
-    if not (logs or pai or telemetry or op_trace):
-        raise InvalidInputError(["give --logs, --pai, --op-trace and/or --telemetry: nothing to estimate from"])
+    if not (logs or pai or telemetry or op_trace or gpu_profiles):
+        raise InvalidInputError(
+            ["give --logs, --pai, --op-trace, --telemetry and/or --gpu-profiles: nothing to estimate from"]
+        )
     if bool(op_trace) != bool(rank_map):
         raise InvalidInputError(["--op-trace and --rank-map go together"])
     if op_trace and (logs or pai):
@@ -119,4 +130,10 @@ def estimate_instance(
     if telemetry and demands:
         overrides = contention_overrides(inst, read_telemetry(telemetry), read_demands(demands), horizon=horizon)
         inst = apply_estimates(inst, overrides=overrides)
-    return Estimated(inst, servers, fleet, overrides)
+    profiles: list[GpuProfile] = []
+    said: list[str] = []
+    if gpu_profiles:
+        for path in gpu_profiles:
+            profiles += read_gpu_profiles(path, perf_is=perf_is)
+        inst, said = apply_gpu_profiles(inst, profiles, seed=seed)
+    return Estimated(inst, servers, fleet, overrides, tuple(profiles), tuple(said))

@@ -308,6 +308,11 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
         held = _held(instance, job, sid)
         e_held = evaluate(held, {job.id: a}, {job.id: z} if z else None, st, g).jobs[job.id].expected_iteration_ms
         servers[sid] = {"workers": a.get(sid, 0), "shards": z.get(sid, 0), "tail_share_ms": e_alone - e_held}
+        held_gpus = ev.gpus.get(job.id, {}).get(sid)
+        if held_gpus:  # a server with per-GPU factors: the GPUs held and the slowest one's factor
+            f = instance.server_by_id[sid].gpu_factors(job.app_class)
+            servers[sid]["gpus"] = list(held_gpus)
+            servers[sid]["gpu_factor"] = max(f[g] for g in held_gpus)
     return {
         "expected_iteration_ms": rep.expected_iteration_ms,
         "ideal_iteration_ms": rep.ideal_iteration_ms,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,9 @@ class _Grid:
     """Per server, per GPU: the job holding it, ``"(in use)"`` for GPUs running jobs hold, or None."""
     expected: dict[str, float]
     penalty: dict[str, float]
+    factors: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Per server with per-GPU factors, each GPU's factor for the holding job's class (for every
+    class on a free GPU)."""
 
 
 def _slowdown_figures(instance: Instance) -> tuple[dict[str, float], dict[str, float]]:
@@ -76,16 +79,28 @@ def _grid(instance: Instance, solution: Solution) -> _Grid:
     mean, p_slow = _slowdown_figures(instance)
     gpus: dict[str, list[str | None]] = {}
     for s in instance.servers:
-        gpus[s.id] = ["(in use)"] * s.used_gpus + [None] * s.free_gpus
+        gpus[s.id] = [None] * s.gpus
+        for g in s.held:
+            gpus[s.id][g] = "(in use)"
+    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages, solution.gpus)
+    factors: dict[str, tuple[float, ...]] = {}
     for jid, a in solution.assignment.items():
         for sid, k in a.items():
             cells = gpus[sid]
-            for _ in range(k):
+            for g in ev.gpus.get(jid, {}).get(sid, ()):  # the GPUs it holds, where they matter
+                cells[g] = jid
+            for _ in range(k - len(ev.gpus.get(jid, {}).get(sid, ()))):
                 cells[cells.index(None)] = jid
-    ev = evaluate(instance, solution.assignment, solution.shards, solution.stages, solution.gpus)
+    for s in instance.servers:
+        if s.has_gpu_factors:
+            job_of = instance.job_by_id
+            factors[s.id] = tuple(
+                s.gpu_factors(job_of[c].app_class if c is not None and c in job_of else None)[g]
+                for g, c in enumerate(gpus[s.id])
+            )
     expected = {j: r.expected_iteration_ms for j, r in ev.jobs.items()}
     penalty = {j: r.expected_iteration_ms - r.ideal_iteration_ms for j, r in ev.jobs.items()}
-    return _Grid(racks, pods, mean, p_slow, gpus, expected, penalty)
+    return _Grid(racks, pods, mean, p_slow, gpus, expected, penalty, factors)
 
 
 def _job_colours(jobs: list[str]) -> dict[str, tuple[float, float, float, float]]:
@@ -208,6 +223,9 @@ def _draw_matplotlib(instance: Instance, g: _Grid, path: Path, job: str | None, 
                 )
                 alpha = 0.25 if job is not None and c != job else 1.0
                 ax.add_patch(Rectangle((x0 + k, y), 0.9, 0.9, facecolor=face, alpha=alpha, lw=0))
+                f = g.factors.get(sid, ())[k] if per_gpu and sid in g.factors else 1.0
+                if f != 1.0:  # a GPU's own factor, where it is not the median GPU's
+                    ax.text(x0 + k + 0.45, y + 0.45, f"{f:.2f}", fontsize=4, ha="center", va="center")
                 if c is not None and c != "(in use)":
                     centroid[c].append((x0 + k + 0.45, y + 0.45))
             if g.p_slow[sid] >= HOT:
@@ -230,6 +248,8 @@ def _draw_matplotlib(instance: Instance, g: _Grid, path: Path, job: str | None, 
         Patch(color=(0.55, 0.55, 0.55), label="GPUs of running jobs"),
         Patch(color=(0.92, 0.92, 0.92), label="free GPUs"),
     ]
+    if g.factors and per_gpu:
+        handles.append(Patch(fill=False, lw=0, label="n.nn in a GPU: its factor"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False)
     what = "one cell per GPU" if per_gpu else "one cell per server (its main job)"
     title = f"{instance.name}: {n_servers} servers in {len(g.racks)} racks, {what}"

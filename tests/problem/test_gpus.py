@@ -87,7 +87,9 @@ def test_the_evaluator_scales_by_the_slowest_gpu_held_exactly():
     ev = placement.evaluate(inst, {"a": {"s0": 2}})
     assert ev.gpus["a"]["s0"] == (0, 1) and ev.jobs["a"].expected_iteration_ms == pytest.approx(110.0)
     # a bert job's factors are its class's: GPU 0 is its slow one
-    bert = instance_from_dict(_doc(jobs=[{"id": "a", "workers": 2, "compute_ms": 100, "gradient_mb": 0, "app_class": "bert"}]))
+    bert = instance_from_dict(
+        _doc(jobs=[{"id": "a", "workers": 2, "compute_ms": 100, "gradient_mb": 0, "app_class": "bert"}])
+    )
     assert placement.evaluate(bert, {"a": {"s0": 2}}).gpus["a"]["s0"] == (1, 2)
     assert placement.evaluate(bert, {"a": {"s0": 2}}, gpus={"a": {"s0": (0, 1)}}).jobs["a"].expected_iteration_ms == (
         pytest.approx(143.0)
@@ -143,7 +145,14 @@ def test_exact_models_choose_gpus_where_the_rule_cannot():
     d = _doc(
         jobs=[
             {"id": "r", "workers": 2, "compute_ms": 100, "gradient_mb": 0, "allowed_servers": ["s0"]},
-            {"id": "b", "workers": 2, "compute_ms": 90, "gradient_mb": 0, "app_class": "bert", "allowed_servers": ["s0"]},
+            {
+                "id": "b",
+                "workers": 2,
+                "compute_ms": 90,
+                "gradient_mb": 0,
+                "app_class": "bert",
+                "allowed_servers": ["s0"],
+            },
         ]
     )
     d["topology"]["nodes"][0]["gpu_slowdowns"] = {"*": [1.0, 1.0, 1.1, 1.2], "bert": [1.0, 1.0, 1.3, 1.3]}
@@ -170,7 +179,9 @@ def test_the_evaluator_agrees_with_monte_carlo(inst):
     sol = placement.solve(inst, "greedy")
     if not sol.status.has_placement:
         return
-    mc = placement.monte_carlo(inst, sol.assignment, samples=4000, seed=3, shards=sol.shards, stages=sol.stages, gpus=sol.gpus)
+    mc = placement.monte_carlo(
+        inst, sol.assignment, samples=4000, seed=3, shards=sol.shards, stages=sol.stages, gpus=sol.gpus
+    )
     assert abs(mc.objective - sol.objective) <= 4 * mc.objective_ci + 1e-6 * max(1.0, sol.objective)
 
 
