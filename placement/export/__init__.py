@@ -65,7 +65,12 @@ def export(
     problems += [
         f"assignment: {v}"
         for v in validate(
-            instance, solution.assignment, solution.unplaced, shards=solution.shards, stages=solution.stages
+            instance,
+            solution.assignment,
+            solution.unplaced,
+            shards=solution.shards,
+            stages=solution.stages,
+            gpus=solution.gpus,
         )
     ]
     if options.pod_per not in POD_PER:

@@ -201,3 +201,21 @@ def test_exact_models_agree_with_brute_force_with_factors_and_classes(inst):
             assert sol.objective == pytest.approx(oracle.objective, rel=1e-4), (method, sol.stats)
             if sol.bound is not None:
                 assert sol.bound <= oracle.objective * (1 + 1e-6) + 1e-9, method
+
+
+def test_exports_say_which_gpus_were_chosen(tmp_path):
+    """Slurm and the Kubernetes device plugin cannot ask for given GPU indices: the exports say
+    which were chosen (a comment and PLACEMENT_GPUS in the script; an annotation on the pods)."""
+    from placement.export import export
+
+    inst = instance_from_dict(_doc())
+    sol = placement.solve(inst, "brute_force")
+    assert sol.gpus["a"]
+    (sid, ids), *_ = sol.gpus["a"].items()
+    want = f"{sid}:{','.join(map(str, ids))}"
+    script = export(inst, sol, "slurm")["a.sbatch"]
+    assert f'export PLACEMENT_GPUS="{want}"' in script and "Slurm picks a node's GPU indices itself" in script
+    assert f"placement.io/gpus: {','.join(map(str, ids))}" in export(inst, sol, "volcano")["a.yaml"]
+    bad = dataclasses.replace(sol, gpus={"a": {sid: (9,) * len(ids)}})
+    with pytest.raises(placement.errors.InvalidInputError, match="GPUs"):
+        export(inst, bad, "slurm")

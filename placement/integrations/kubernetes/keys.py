@@ -12,6 +12,7 @@ __all__ = [
     "SHARDS_ANNOTATION",
     "STAGES_ANNOTATION",
     "ROLE_ANNOTATION",
+    "GPUS_ANNOTATION",
     "JOB_LABEL",
     "HOSTNAME_LABEL",
     "TIER_LABEL",
@@ -81,3 +82,8 @@ TIER_LABEL = "placement.io/tier-{}"
 CLUSTER_LABEL = "placement.io/cluster"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 UNCONSTRAINED_TOPOLOGY = "kueue.x-k8s.io/podset-unconstrained-topology"
+
+GPUS_ANNOTATION = "placement.io/gpus"
+"""The GPU indices a placement chose for a job on a node with per-GPU factors (comma-separated).
+Advice: the device plugin's ``nvidia.com/gpu`` cannot ask for given GPUs (the kubelet picks);
+a DRA ResourceClaim selecting devices by their ``index`` attribute could, and is not written."""

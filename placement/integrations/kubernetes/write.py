@@ -25,6 +25,7 @@ from placement.integrations.kubernetes.keys import (
     ASSIGNMENT_ANNOTATION,
     CLUSTER_LABEL,
     GPU_RESOURCE,
+    GPUS_ANNOTATION,
     HOSTNAME_LABEL,
     JOB_ID_ANNOTATION,
     JOB_LABEL,
@@ -249,7 +250,10 @@ def volcano_files(instance: Instance, solution: Solution, options: ExportOptions
                     "name": f"t{k}",
                     "replicas": replicas,
                     "template": {
-                        "metadata": {"labels": {JOB_LABEL: stem}, "annotations": {"placement.io/node": node}},
+                        "metadata": {
+                            "labels": {JOB_LABEL: stem},
+                            "annotations": {"placement.io/node": node, **_gpus_note(solution, job.id, node)},
+                        },
                         "spec": {
                             "restartPolicy": "Never",
                             "affinity": _pinned(node),
@@ -343,7 +347,7 @@ def podgroup_files(instance: Instance, solution: Solution, options: ExportOption
                         options,
                         job,
                         labels={"scheduling.x-k8s.io/pod-group": stem},
-                        annotations={"placement.io/rank": str(k)},
+                        annotations={"placement.io/rank": str(k), **_gpus_note(solution, job.id, node)},
                     ),
                     "spec": {
                         "schedulerName": options.scheduler_name,
@@ -506,3 +510,9 @@ def kueue_files(instance: Instance, solution: Solution, options: ExportOptions) 
         }
         files[f"{stem}.yaml"] = _dump([doc, _headless_service(stem, options, job)])
     return files
+
+
+def _gpus_note(solution: Solution, job: str, node: str) -> dict[str, str]:
+    """The GPUs the placement chose for ``job`` on ``node`` (:data:`GPUS_ANNOTATION`), if any."""
+    ids = solution.gpus.get(job, {}).get(node)
+    return {GPUS_ANNOTATION: ",".join(str(g) for g in ids)} if ids else {}

@@ -184,6 +184,14 @@ def sbatch_files(
             f"# {len(hosts)} worker(s) on {len(servers)} node(s), {', '.join(f'{s}:{a[s]}' for s in servers)}.",
             f"# {JOB_ID_LINE} {json.dumps(j)}",
         ]
+        mine = solution.gpus.get(j, {})
+        chosen = {s: tuple(mine[s]) for s in servers if mine.get(s)}
+        if chosen:
+            lines += [
+                "# GPUs chosen for their per-GPU factors: " + _gpu_list(chosen, ", "),
+                "# Slurm picks a node's GPU indices itself (no sbatch option asks for given ones): compare with",
+                "# SLURM_JOB_GPUS on each node; PLACEMENT_GPUS below says which were chosen.",
+            ]
         if len(counts) > 1:
             lines += [
                 "# The nodes hold different numbers of workers: submit with the hostfile,",
@@ -219,12 +227,18 @@ def sbatch_files(
                 else ""
             ),
             f'export SLURM_HOSTFILE="${{SLURM_SUBMIT_DIR:-.}}/{stem}.hosts"',
+            *([f'export PLACEMENT_GPUS="{_gpu_list(chosen, ";")}"'] if chosen else []),
             f"srun --distribution=arbitrary {command}",
             "",
         ]
         files[f"{stem}.sbatch"] = "\n".join(lines)
         files[f"{stem}.hosts"] = "".join(f"{h}\n" for h in hosts)
     return files
+
+
+def _gpu_list(chosen: Mapping[str, tuple[int, ...]], sep: str) -> str:
+    """``node:i,j`` for each node's chosen GPUs, joined by ``sep``."""
+    return sep.join(f"{s}:{','.join(str(g) for g in ids)}" for s, ids in chosen.items())
 
 
 def gres_type(gpu_type: str) -> str | None:
