@@ -40,6 +40,8 @@ from placement.solving.budget import Budget
 __all__ = ["CpSatBackend", "Scale", "add_capacity_rows", "STATUS_TABLE"]
 
 _MAX_ACTIVITY = 2**61
+PENALTY_DEN = 100
+"""The locality penalty in CP-SAT's rows: ``PENALTY_DEN pen >= floor(PENALTY_DEN F) total``."""
 WALL_SAFETY = 4.0
 """Under a work clock (``solve(..., clock="work")``) CP-SAT stops on its deterministic time
 (one worker: repeatable), with this many times as much wall time as a safety."""
@@ -61,7 +63,9 @@ class Scale:
         n_terms = sum(max(1, len(j.servers)) * 8 for j in index.jobs) + 1
         weight = max([j.factor for j in index.jobs] + [1e-12])
         biggest = weight * top * max(1, len(index.jobs))  # objective in ms, upper bound
-        k = _MAX_ACTIVITY / max(1.0, biggest * n_terms)
+        pen = index.instance.locality_penalty
+        room = PENALTY_DEN * pen if pen != 1.0 else 1.0  # the penalty's rows multiply a job's total
+        k = _MAX_ACTIVITY / max(1.0, biggest * n_terms * room)
         scale = 10.0 ** math.floor(math.log10(k)) if k > 0 else 1.0
         return cls(unit, min(scale, 1e12))
 
@@ -222,6 +226,21 @@ def _build(
             D = 1e12 / max(j.time_limit_ms, 1e-9)
             m.add(sum(int(math.floor(c * D)) * v for c, v in exp_terms) <= int(math.ceil(j.time_limit_ms * D)))
         terms = [(scale.coef_floor(j.factor * c), v) for c, v in exp_terms]
+        domain = [zs[h] for h, home in enumerate(j.homes) if home.domain is not None]
+        if inst.locality_penalty != 1.0 and domain:  # two or more servers: the whole iteration F times
+            doms = [list(v.proto.domain) for _, v in terms]  # (no negative index on the proto's field)
+            ends = [(c * d[0], c * d[-1]) for (c, _), d in zip(terms, doms)]
+            lo = sum(min(e) for e in ends)
+            hi = sum(max(e) for e in ends)
+            o = m.new_int_var(lo, hi, f"o_{tag}")
+            m.add(o == sum(c * v for c, v in terms))
+            num = int(math.floor(PENALTY_DEN * inst.locality_penalty))  # rounded down: a relaxation
+            pen = m.new_int_var(lo, max(hi, -(-num * hi // PENALTY_DEN)), f"pen_{tag}")
+            spread = m.new_bool_var(f"spread_{tag}")
+            m.add(spread == sum(domain))
+            m.add(pen >= o)
+            m.add(PENALTY_DEN * pen >= num * o).only_enforce_if(spread)
+            terms = [(1, pen)]
         obj_terms += terms
         weight_terms.append((int(round(j.weight * 1000)), p))
     # symmetry removed: interchangeable servers carry non-increasing loads in their order

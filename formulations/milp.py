@@ -240,9 +240,17 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 prob += expected >= j.spread_ms * pulp.lpSum(domain)
         if j.shards is not None:
             expected = expected + push_pull(prob, j, tag, p, xs, ys, zs, probs, shard_terms, b_modes)
+        total = expected + comm
+        domain = [zs[h] for h, home in enumerate(j.homes) if home.domain is not None]
+        if inst.locality_penalty != 1.0 and domain:  # two or more servers: the whole iteration F times
+            pen = pulp.LpVariable(f"pen_{tag}", 0)
+            big = inst.locality_penalty * j.upper_ms
+            prob += pen >= total
+            prob += pen >= inst.locality_penalty * total - big * (1 - pulp.lpSum(domain))
+            total = pen
         if j.time_limit_ms is not None:
-            prob += expected + comm <= j.time_limit_ms
-        obj_terms.append(j.factor * (expected + comm))
+            prob += total <= j.time_limit_ms
+        obj_terms.append(j.factor * total)
         weight_terms.append(j.weight * p)
     for (sp, cls_i), vs in by_gpu_class(gpu_x):  # each class of GPUs holds its own
         prob += pulp.lpSum(vs) <= len(index.gpu_classes[sp][cls_i])
@@ -371,8 +379,10 @@ def _solve(
     b = build(index, index.instance.name)
     # HiGHS 1.16 handed a start on a model with shard modes has reported an incumbent
     # objective below the model's optimum for the start's own columns (found on random tiny
-    # parameter-server instances): such models are solved without a start by HiGHS
-    warm = backend != "highs" or not b.modes or HIGHS_START_WITH_MODES
+    # parameter-server instances), and on models with GPU classes (random tiny instances with
+    # per-GPU factors, best-effort: weight 5 said for a start worth 3): such models are solved
+    # without a start by HiGHS
+    warm = backend != "highs" or ((not b.modes or HIGHS_START_WITH_MODES) and not b.gpus)
     if start is not None and warm:
         _warm(b, index.instance, start, complete_shards(index.instance, start, None) if b.modes else None)
     # PuLP hands the model to the solver (and reads the solution back) after the solver's
@@ -507,6 +517,8 @@ def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | 
     continuous ones."""
     units = b.index.units
     cl = cluster_of(instance)
+    # the start's GPUs on the factored servers, chosen for the whole start (the rule's)
+    held = counts_of_ids(instance, b.index.gpu_classes, choose_gpus(instance, start)) if b.gpus else {}
     for j in b.index.jobs:
         alloc = start.get(j.job_id, {})
         if j.jp not in b.ints:
@@ -523,7 +535,6 @@ def _warm(b: Built, instance: Instance, start: Assignment, shards: Assignment | 
             if len(bits[i]) > 1 or bits[i][0][1] is not ys[i]:
                 for c, bv in bits[i]:
                     bv.setInitialValue(1 if u & c else 0)
-        held = counts_of_ids(instance, b.index.gpu_classes, choose_gpus(instance, {j.job_id: alloc}))
         for (jp, sp, c), v in b.gpus.items():
             if jp == j.jp:
                 v.setInitialValue(held.get((jp, sp, c), 0))

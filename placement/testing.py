@@ -84,6 +84,7 @@ def instances(
     hybrid: bool = False,
     comm_terms: bool | None = None,
     gpu_factors: bool = False,
+    locality_penalty: bool = False,
 ) -> Instance:
     """A valid instance built by construction.
 
@@ -93,7 +94,8 @@ def instances(
     always be met; otherwise jobs may also be too large to fit.  ``comm_terms``: fitted
     all-reduce terms (``alpha``, ``gamma``) at some of the topology's bandwidth levels.
     ``gpu_factors``: servers with per-GPU factors (some by application class, some GPUs held
-    named by index) and jobs naming classes.
+    named by index) and jobs naming classes.  ``locality_penalty``: a drawn penalty (1.0-3.0) on
+    jobs spread over two or more servers.
     """
     if not 1 <= min_servers <= max_servers:
         raise ValueError(f"need 1 <= min_servers <= max_servers, got {min_servers}, {max_servers}")
@@ -303,6 +305,7 @@ def instances(
         admission=adm,
         source="placement.testing.instances",
         comm_terms=tuple(terms),
+        locality_penalty=draw(st.sampled_from([1.0, 1.3, 1.7, 3.0])) if locality_penalty else 1.0,
         metadata=(
             {"witness": witness, "witness_shards": witness_shards, "witness_stages": witness_stages} if feasible else {}
         ),

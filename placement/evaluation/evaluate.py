@@ -19,7 +19,7 @@ from placement.model.records import Assignment, GpuChoice, Instance, JobReport, 
 from placement.problem.arrays import arrays_of, job_groups
 from placement.problem.gpus import choose_gpus, is_factored, worst_factors
 from placement.problem.hybrid import best_stages, hybrid_phase, matrix_pos, pipeline_slots
-from placement.problem.rules import comm_ms, weight_factor
+from placement.problem.rules import comm_ms, spread_factor, weight_factor
 from placement.problem.shards import ps_phase, ps_straggler
 from placement.problem.topology import cluster_of
 
@@ -139,6 +139,10 @@ def evaluate(
             parts[job.id] = (float(ideal[g]), c)
             exp_t, ideal_t, p_strag = float(e[g]) + c, float(ideal[g]) + c, float(strag[g])
             n_servers = len(sps)
+        if instance.locality_penalty != 1.0:  # the whole iteration, on two or more servers
+            pen = spread_factor(instance, n_servers)
+            exp_t, ideal_t = pen * exp_t, pen * ideal_t
+            parts[job.id] = (pen * parts[job.id][0], pen * parts[job.id][1])
         reports[job.id] = JobReport(
             expected_iteration_ms=exp_t,
             ideal_iteration_ms=ideal_t,

@@ -362,6 +362,7 @@ def _build(data: Mapping[str, Any]) -> Instance:
             CommTerm(float(t["bandwidth_gbps"]), float(t.get("alpha_ms", 0.0)), float(t.get("gamma_ms", 0.0)))
             for t in data.get("comm_terms", [])
         ),
+        locality_penalty=float(data.get("locality_penalty", 1.0)),
     )
 
 
@@ -479,6 +480,8 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
             {"bandwidth_gbps": t.bandwidth_gbps, "alpha_ms": t.alpha_ms, "gamma_ms": t.gamma_ms}
             for t in inst.comm_terms
         ]
+    if inst.locality_penalty != 1.0:
+        out["locality_penalty"] = inst.locality_penalty
     if inst.metadata:
         out["metadata"] = json.loads(json.dumps(dict(inst.metadata)))
     return out

@@ -288,6 +288,9 @@ class Instance:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     comm_terms: tuple[CommTerm, ...] = ()
     """Fitted all-reduce terms by bottleneck bandwidth level (none: the plain ring)."""
+    locality_penalty: float = 1.0
+    """A job on two or more servers runs this many times slower (its whole iteration): the
+    semantics of Blox and PAL, kept for cross-checking with them (1: none)."""
     derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Memo of what :mod:`placement.problem` derives from this instance (built on first
     use); not part of the record's value, never written to a document."""

@@ -40,6 +40,7 @@ __all__ = [
     "fastest_gbps",
     "SHARD_RESOURCES",
     "weight_factor",
+    "spread_factor",
     "RESOURCES",
     "worker_room",
     "over_capacity",
@@ -187,6 +188,12 @@ def fastest_gbps(instance: Instance) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------------ objective
+def spread_factor(instance: Instance, servers: int) -> float:
+    """How many times slower a job runs on ``servers`` servers: the instance's
+    ``locality_penalty`` on two or more, else 1 (Blox's and PAL's semantics)."""
+    return instance.locality_penalty if servers >= 2 else 1.0
+
+
 def weight_factor(instance: Instance, job: Job) -> float:
     """The objective's coefficient on ``E[T_j]`` (ms): ``w_j``, or ``w_j iterations_j / 1000``."""
     if instance.objective == "weighted_expected_jct":

@@ -12,7 +12,7 @@ import numpy as np
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
 from placement.problem.hybrid import best_stages, pipeline_slots
-from placement.problem.rules import comm_ms, meets_deadline, moves, weight_factor, worker_room
+from placement.problem.rules import comm_ms, meets_deadline, moves, spread_factor, weight_factor, worker_room
 from placement.problem.shards import place_shards, ps_coefs, shard_room
 from placement.problem.topology import cluster_of
 
@@ -199,6 +199,7 @@ class State:
                 ids = [self.instance.servers[sp].id for sp in k]
                 bw = self.cluster.bandwidth(ids)
                 t = slots * float(ek) + comm_ms(job, bw, len(k), self.instance.terms_by_bandwidth)
+                t *= spread_factor(self.instance, len(k))
                 if bw <= 0 and (job.is_hybrid or len(k) > 1):
                     t = math.inf  # servers that cannot reach each other (even with nothing to send)
                 if not meets_deadline(job, t) and not job.is_ps:  # a PS job's phase comes on top: cost()
@@ -242,6 +243,7 @@ class State:
                 c = math.inf  # servers that cannot reach each other (even with nothing to send)
             else:
                 _, t = best_stages(self.instance, jp, dict(key[1]), swaps=False)
+                t *= spread_factor(self.instance, len(key[1]))
                 ok = math.isfinite(t) and meets_deadline(job, t)
                 c = weight_factor(self.instance, job) * t if ok else math.inf
             self._hybrid_cache[key] = c
@@ -258,7 +260,7 @@ class State:
             return math.inf  # servers that cannot reach each other
         own = sorted(x)
         e, _, _ = self.idx.expected_max([(jp, own), (jp, sps)], [[self.idx.a(jp, sp) for sp in own], c])
-        t = float(e[0]) + float(e[1])
+        t = (float(e[0]) + float(e[1])) * spread_factor(self.instance, len(set(x) | set(zz)))
         return weight_factor(self.instance, job) * t if meets_deadline(job, t) and math.isfinite(t) else math.inf
 
     def ps_cost(self, jp: int, alloc: Mapping[int, int]) -> tuple[float, dict[int, int] | None]:

@@ -219,3 +219,26 @@ def test_exports_say_which_gpus_were_chosen(tmp_path):
     bad = dataclasses.replace(sol, gpus={"a": {sid: (9,) * len(ids)}})
     with pytest.raises(placement.errors.InvalidInputError, match="GPUs"):
         export(inst, bad, "slurm")
+
+
+def test_the_locality_penalty_slows_a_spread_job_as_a_whole():
+    """Blox's and PAL's semantics: a job on two or more servers runs F times slower."""
+    d = _doc(locality_penalty=1.7, jobs=[{"id": "a", "workers": 5, "compute_ms": 100, "gradient_mb": 0}])
+    inst = instance_from_dict(d)
+    assert instance_from_dict(instance_to_dict(inst)).locality_penalty == 1.7
+    plain = inst.replace(locality_penalty=1.0)
+    x = {"a": {"s0": 4, "s1": 1}}
+    a, b = placement.evaluate(inst, x).jobs["a"], placement.evaluate(plain, x).jobs["a"]
+    assert a.expected_iteration_ms == pytest.approx(1.7 * b.expected_iteration_ms)
+    assert a.ideal_iteration_ms == pytest.approx(1.7 * b.ideal_iteration_ms)
+    assert a.straggler_probability == pytest.approx(b.straggler_probability)
+    with pytest.raises(InstanceError, match="locality_penalty"):
+        instance_from_dict(_doc(locality_penalty=0.5))
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    instances(max_servers=3, max_jobs=3, max_gpus=3, parameter_servers=False, gpu_factors=True, locality_penalty=True)
+)
+def test_exact_models_agree_with_brute_force_under_a_locality_penalty(inst):
+    test_exact_models_agree_with_brute_force_with_factors_and_classes.hypothesis.inner_test(inst)
