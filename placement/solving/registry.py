@@ -203,6 +203,23 @@ REGISTRY: tuple[MethodSpec, ...] = (
         "placement.methods.baselines:max_survival",
     ),
     MethodSpec(
+        "pal",
+        "baseline",
+        "PAL (SC'24): per-GPU factors clustered into performance classes (k-means), traversed with the "
+        "locality penalty; one server when its class costs less than the penalty times the best spread "
+        "class; ignores slowdowns and communication.",
+        "placement.methods.pal:pal",
+        requires=("sklearn",),
+    ),
+    MethodSpec(
+        "pm_first",
+        "baseline",
+        "PM-First (SC'24): the fastest performance class of per-GPU factors first, locality only a "
+        "tie-break; ignores slowdowns and communication.",
+        "placement.methods.pal:pm_first",
+        requires=("sklearn",),
+    ),
+    MethodSpec(
         "random",
         "baseline",
         "Jobs in a seeded random order, each filling servers taken in a seeded random order.",
