@@ -18,6 +18,7 @@ __all__ = [
     "ELASTICFLOW_MODELS",
     "MODELS",
     "DEFAULT_MODEL",
+    "PAL_MODELS",
 ]
 
 GPU_TYPES: dict[str, tuple[float, float]] = {
@@ -122,3 +123,19 @@ MODELS: Mapping[str, tuple[float, float]] = MappingProxyType(
     }
 )
 """Model name -> (compute ms per iteration at speed 1, gradient MB)."""
+
+
+PAL_MODELS: Mapping[str, tuple[float, str]] = MappingProxyType(
+    {
+        # model -> (iteration time in ms on a median V100 of PAL's setup, PAL's application class)
+        "BERT": (179.0, "B"),
+        "DCGAN": (46.9266931, "B"),
+        "GPT2": (3571.4, "B"),
+        "PointNet": (281.25, "D"),
+        "resnet50": (175.40429367763434, "A"),
+        "vgg19": (300.610341, "C"),
+    }
+)
+"""The models of the Sia-Philly workloads as PAL's simulator runs them (``hal-uw/blox-pal``, branch
+``artifact``: ``workload/workload.py`` ``get_per_iter_time`` for the times, 438-452 for the classes:
+A profiled by ResNet-50, B and C by BERT, D by PageRank, ``blox/profiles.json``)."""

@@ -94,7 +94,17 @@ class Running:
         return set(self.alloc) | set(self.shards)
 
 
-SHAPE_FIELDS = ("gpu_speed", "architecture", "ps_shards", "tp", "pp", "dp", "microbatches", "activation_mb")
+SHAPE_FIELDS = (
+    "gpu_speed",
+    "architecture",
+    "ps_shards",
+    "tp",
+    "pp",
+    "dp",
+    "microbatches",
+    "activation_mb",
+    "app_class",
+)
 """The fields a trace job and a problem's job share beyond id, size, compute and gradient."""
 
 

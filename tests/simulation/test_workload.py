@@ -350,3 +350,24 @@ def test_unknown_header(tmp_path: Path) -> None:
 def test_trace_job_is_a_record() -> None:
     j = TraceJob("a", 0.0, 1, 1, 1.0, 0.0)
     assert (j.model, j.weight, j.deadline_s, j.gpu_speed) == ("", 1.0, None, None)
+
+
+def test_the_sia_philly_workloads_read_as_pal_runs_them(tmp_path):
+    """PAL's Sia-Philly CSVs: the header tells the format; duration is the iteration count; each
+    model's iteration time and application class are PAL's; bad rows by line."""
+    from placement.model.catalog import PAL_MODELS
+    from placement.simulation.workload import TraceError, read_trace
+
+    path = tmp_path / "sia.csv"
+    path.write_text("job_id,num_gpus,submit_time,duration,model\n0,1,98,1481.0,vgg19\n1,12,115,4037.0,DCGAN\n")
+    w = read_trace(path)
+    assert w.source.startswith("sia ")
+    a, b = w.jobs
+    assert (a.workers, a.iterations, a.compute_ms, a.app_class) == (1, 1481, PAL_MODELS["vgg19"][0], "C")
+    assert (b.workers, b.submit_s, b.app_class, b.gradient_mb) == (12, 115.0, "B", 0.0)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("job_id,num_gpus,submit_time,duration,model\n0,0,98,1481,vgg19\n1,2,-5,10,alexnet\n")
+    with pytest.raises(TraceError) as e:
+        read_trace(bad)
+    text = str(e.value)
+    assert "row 2, num_gpus" in text and "row 3, submit_time" in text and "unknown model 'alexnet'" in text

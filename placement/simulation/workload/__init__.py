@@ -35,6 +35,7 @@ from placement.simulation.workload.readers import (
     read_elasticflow,
     read_philly,
     read_plain,
+    sia_rows,
 )
 from placement.simulation.workload.records import (
     CONSOLIDATED_GBPS,
@@ -86,7 +87,7 @@ def read_trace(
     hybrid_seed: int = 0,
     most_gpus: int = 8,
 ) -> Workload:
-    """Read a trace (``format``: ``auto``, ``elasticflow``, ``philly`` or ``plain``; ``path``
+    """Read a trace (``format``: ``auto``, ``elasticflow``, ``philly``, ``plain`` or ``sia``; ``path``
     a file or a bundled name, :func:`resolve_trace`) and apply the options (see
     :func:`apply_options`).
 
@@ -104,6 +105,8 @@ def read_trace(
         jobs = elasticflow_rows(table)
     elif fmt == "philly":
         jobs = philly_rows(table, None)
+    elif fmt == "sia":
+        jobs = sia_rows(table)
     else:
         jobs = plain_rows(table)
     return apply_to(

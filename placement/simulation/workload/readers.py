@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from placement.formats.cells import CellError, cell_number
-from placement.model.catalog import DEFAULT_MODEL, MODELS
+from placement.model.catalog import DEFAULT_MODEL, MODELS, PAL_MODELS
 from placement.simulation.workload.records import (
     MAX_LISTED,
     TraceError,
@@ -237,6 +237,42 @@ def philly_rows(table: Table, cluster: str | None) -> list[TraceJob]:
     return jobs
 
 
+def sia_rows(table: Table) -> list[TraceJob]:
+    """The Sia-Philly workloads PAL's artifact runs (``job_id, num_gpus, submit_time, duration,
+    model``): ``duration`` is the job's iteration count, each model's iteration time and
+    application class PAL's (:data:`~placement.model.catalog.PAL_MODELS`); no gradient (PAL's jobs
+    pay only the locality penalty)."""
+    table.require("job_id", "num_gpus", "submit_time", "duration", "model")
+    parsed: list[tuple[int, str, float, int, float, str]] = []
+    for line, cells in table.rows:
+        r = Row(table, line, cells)
+        submit = r.number("submit_time")
+        workers = r.count("num_gpus")
+        iterations = r.number("duration", positive=True)
+        model = r.text("model")
+        if model not in PAL_MODELS:
+            r.bad("model", f"unknown model {model!r}; PAL's: {', '.join(sorted(PAL_MODELS))}")
+        if not r.ok:
+            continue
+        assert submit is not None and workers is not None and iterations is not None
+        parsed.append((line, r.text("job_id") or f"sia-{line}", submit, workers, iterations, model))
+    _unique_ids(table, ((ln, "job_id", jid) for ln, jid, *_ in parsed))
+    table.done()
+    return [
+        TraceJob(
+            id=jid,
+            submit_s=submit,
+            workers=workers,
+            iterations=max(1, int(round(iterations))),
+            compute_ms=PAL_MODELS[model][0],
+            gradient_mb=0.0,
+            model=model,
+            app_class=PAL_MODELS[model][1],
+        )
+        for _, jid, submit, workers, iterations, model in parsed
+    ]
+
+
 def plain_rows(table: Table) -> list[TraceJob]:
     table.require("submit_s", "workers")
     if "duration_s" not in table.header and "iterations" not in table.header:
@@ -325,12 +361,15 @@ def detect_format(table: Table) -> str:
         return "philly"
     if "submit_s" in h:
         return "plain"
+    if {"submit_time", "num_gpus", "duration", "model"} <= h:
+        return "sia"
     raise TraceError(
         [
             f"unknown trace format: the header is {','.join(table.header)!r}; accepted: elasticflow "
             "(job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration), "
             "philly (timestamp,duration,num_gpus[,cluster,job_id,model]), "
-            "plain (submit_s,workers,duration_s|iterations[,id,model,compute_ms,gradient_mb,deadline_s,weight])"
+            "plain (submit_s,workers,duration_s|iterations[,id,model,compute_ms,gradient_mb,deadline_s,weight]), "
+            "sia (job_id,num_gpus,submit_time,duration,model: PAL's Sia-Philly workloads)"
         ],
         source=str(table.path),
     )

@@ -21,7 +21,7 @@ CONSOLIDATED_GBPS = 2400.0
 A trace that gives run times rather than iterations is read as running at this speed."""
 
 
-FORMATS = ("elasticflow", "philly", "plain")
+FORMATS = ("elasticflow", "philly", "plain", "sia")
 
 
 class TraceError(InvalidInputError):
@@ -55,6 +55,8 @@ class TraceJob:
     dp: int | None = None
     microbatches: int = 1
     activation_mb: float = 0.0
+    app_class: str | None = None
+    """The job's application class (it picks the servers' per-GPU factors for it)."""
     duration_s: float | None = None
     """The trace's measured run time (s), communication included, at the job's reference
     placement: the simulator sets ``compute_ms`` (and caps ``gradient_mb``) so that the job runs
