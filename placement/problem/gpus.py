@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from placement.model.records import Assignment, GpuChoice, Instance
-from placement.problem.rules import weight_factor
+from placement.problem.arrays import arrays_of
+from placement.problem.rules import spread_factor, weight_factor
 
 __all__ = [
     "factored_servers",
@@ -24,6 +25,7 @@ __all__ = [
     "job_factors",
     "ids_of_counts",
     "counts_of_ids",
+    "improve_gpus",
 ]
 
 
@@ -169,4 +171,91 @@ def counts_of_ids(
                 n = len(set(ids) & set(members))
                 if n:
                     out[(jp, sp, c)] = n
+    return out
+
+
+def improve_gpus(
+    instance: Instance,
+    assignment: Assignment,
+    gpus: Mapping[str, Mapping[str, tuple[int, ...]]],
+    keep: frozenset[str] = frozenset(),
+) -> dict[str, dict[str, tuple[int, ...]]]:
+    """``gpus`` improved on each factored server, pair by pair: two jobs there (or a job and the
+    free GPUs) pool their GPUs and re-split them, each in turn choosing first its fastest (by its
+    own class's factors); a split is kept when it lowers the two jobs' objective terms (each job's
+    term depends on its own GPUs only: the objective is a sum over jobs).  Jobs in ``keep`` (their
+    GPUs were given) and hybrid jobs (their groups' GPUs go with their stages) stay as they are.
+    Deterministic: servers, jobs and GPUs in order, until no split helps (at most 10 passes)."""
+    out = {j: dict(a) for j, a in gpus.items()}
+    fac = factored_servers(instance)
+    if not fac:
+        return out
+    idx = arrays_of(instance)
+    sps_of = {
+        instance.job_pos[j]: sorted(instance.server_pos[s] for s, k in a.items() if k > 0)
+        for j, a in assignment.items()
+        if j in instance.job_pos
+    }
+
+    def cost(jp: int | None) -> float:
+        if jp is None:
+            return 0.0
+        job = instance.jobs[jp]
+        sps = sps_of[jp]
+        mine = out.get(job.id, {})
+        coef = []
+        for sp in sps:
+            f = job_factors(instance, jp, sp)
+            ids = mine.get(instance.servers[sp].id, ())
+            coef.append(idx.base_a(jp, sp) * max((f[g] for g in ids), default=1.0))
+        e, _, _ = idx.expected_max([(jp, sps)], [coef])
+        return weight_factor(instance, job) * spread_factor(instance, len(sps)) * float(e[0])
+
+    for sp in sorted(fac):
+        srv = instance.servers[sp]
+        movable = [
+            jp
+            for jp in sorted(sps_of)
+            if sp in sps_of[jp] and instance.jobs[jp].id not in keep and not instance.jobs[jp].is_hybrid
+        ]
+        for _ in range(10):
+            changed = False
+            for a_i, ja in enumerate(movable):
+                for jb in [*movable[a_i + 1 :], None]:
+                    held = {g for a in out.values() for g in a.get(srv.id, ())}
+                    mine = out[instance.jobs[ja].id][srv.id]
+                    theirs = (
+                        out[instance.jobs[jb].id][srv.id]
+                        if jb is not None
+                        else tuple(g for g in srv.free_gpu_ids if g not in held)
+                    )
+                    pool = set(mine) | set(theirs)
+                    best, before = None, cost(ja) + cost(jb)
+                    for first in (ja, jb):
+                        if first is None:
+                            continue
+                        other = jb if first == ja else ja
+                        f = job_factors(instance, first, sp)
+                        n_first = len(mine) if first == ja else len(theirs)
+                        took = tuple(sorted(sorted(pool, key=lambda g: (f[g], g))[:n_first]))
+                        rest = tuple(sorted(pool - set(took)))
+                        a_ids, b_ids = (took, rest) if first == ja else (rest, took)
+                        if other is None:  # the free side keeps what is left
+                            b_ids = rest
+                        out[instance.jobs[ja].id][srv.id] = a_ids
+                        if jb is not None:
+                            out[instance.jobs[jb].id][srv.id] = b_ids
+                        after = cost(ja) + cost(jb)
+                        if after < before * (1 - 1e-12) - 1e-12 and (best is None or after < best[0]):
+                            best = (after, a_ids, b_ids)
+                        out[instance.jobs[ja].id][srv.id] = mine
+                        if jb is not None:
+                            out[instance.jobs[jb].id][srv.id] = theirs
+                    if best is not None:
+                        out[instance.jobs[ja].id][srv.id] = best[1]
+                        if jb is not None:
+                            out[instance.jobs[jb].id][srv.id] = best[2]
+                        changed = True
+            if not changed:
+                break
     return out

@@ -20,7 +20,7 @@ from placement.evaluation.evaluate import evaluate
 from placement.evaluation.feasibility import infeasibility_reason
 from placement.evaluation.validate import validate
 from placement.model.records import Assignment, GpuChoice, Instance, Solution, Stages, Status
-from placement.problem.gpus import choose_gpus
+from placement.problem.gpus import choose_gpus, improve_gpus
 from placement.problem.hybrid import complete_stages
 from placement.problem.rules import moves
 from placement.problem.shards import complete_shards
@@ -242,7 +242,7 @@ def _finish(instance: Instance, method: str, out: Outcome, opts: Options, t0: fl
     stages = complete_stages(instance, assignment, mapped)
     mapped_here = sorted(set(stages) - set(mapped))
     # GPUs on the servers with per-GPU factors: the method's, else the rule's
-    gpus = choose_gpus(instance, assignment, out.gpus)
+    gpus = improve_gpus(instance, assignment, choose_gpus(instance, assignment, out.gpus), frozenset(out.gpus or {}))
     violations = validate(instance, assignment, shards=shards, stages=stages, gpus=gpus)
     if violations:
         stats["message"] = f"method {method!r} returned an invalid placement: " + "; ".join(map(str, violations[:10]))

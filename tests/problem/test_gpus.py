@@ -168,6 +168,8 @@ def test_exact_models_choose_gpus_where_the_rule_cannot():
         sol = placement.solve(inst, method, time_limit_s=20)
         check_solution(inst, sol)
         assert sol.objective == pytest.approx(oracle.objective, rel=1e-6), method
+    # the driver's exchanges give any method's placement the better split (the rule alone does not)
+    assert placement.solve(inst, "greedy").objective == pytest.approx(231.0)
     back = solution_from_dict(json.loads(json.dumps(solution_to_dict(oracle))), inst)
     assert back.gpus == oracle.gpus
     assert placement.evaluate(inst, back.assignment, gpus=back.gpus).objective == pytest.approx(oracle.objective)
