@@ -67,12 +67,13 @@ def solution_from_dict(
             for sid in a:
                 if sid not in instance.server_by_id:
                     problems.append(f"assignment.{jid}.{sid} names unknown server {sid!r}")
-        for jid, a in data.get("shards", {}).items():
-            if jid not in instance.job_by_id:
-                problems.append(f"shards.{jid} names unknown job {jid!r}")
-            for sid in a:
-                if sid not in instance.server_by_id:
-                    problems.append(f"shards.{jid}.{sid} names unknown server {sid!r}")
+        for part in ("shards", "gpus"):  # {job: {server: ...}}
+            for jid, a in data.get(part, {}).items():
+                if jid not in instance.job_by_id:
+                    problems.append(f"{part}.{jid} names unknown job {jid!r}")
+                for sid in a:
+                    if sid not in instance.server_by_id:
+                        problems.append(f"{part}.{jid}.{sid} names unknown server {sid!r}")
         for jid, m in data.get("stages", {}).items():
             if jid not in instance.job_by_id:
                 problems.append(f"stages.{jid} names unknown job {jid!r}")
@@ -80,12 +81,6 @@ def solution_from_dict(
                 for r, sid in enumerate(row):
                     if sid not in instance.server_by_id:
                         problems.append(f"stages.{jid}[{s}][{r}] names unknown server {sid!r}")
-        for jid, a in data.get("gpus", {}).items():
-            if jid not in instance.job_by_id:
-                problems.append(f"gpus.{jid} names unknown job {jid!r}")
-            for sid in a:
-                if sid not in instance.server_by_id:
-                    problems.append(f"gpus.{jid}.{sid} names unknown server {sid!r}")
         for k, jid in enumerate(data.get("unplaced", ())):
             if jid not in instance.job_by_id:
                 problems.append(f"unplaced[{k}] names unknown job {jid!r}")

@@ -10,11 +10,14 @@ or written.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import TypeVar
 
 from placement.model.records import Assignment, GpuChoice, Instance
 from placement.problem.arrays import arrays_of
 from placement.problem.rules import spread_factor, weight_factor
+
+T = TypeVar("T")
 
 __all__ = [
     "factored_servers",
@@ -27,6 +30,19 @@ __all__ = [
     "counts_of_ids",
     "improve_gpus",
 ]
+
+
+def _by_position(instance: Instance, doc: Mapping[str, Mapping[str, T]]) -> Iterator[tuple[int, int, T]]:
+    """``(job position, server position, value)`` of a ``{job: {server: value}}`` document,
+    ids the instance does not know left out."""
+    for jid, per in doc.items():
+        jp = instance.job_pos.get(jid)
+        if jp is None:
+            continue
+        for sid, v in per.items():
+            sp = instance.server_pos.get(sid)
+            if sp is not None:
+                yield jp, sp, v
 
 
 def factored_servers(instance: Instance) -> frozenset[int]:
@@ -62,14 +78,9 @@ def choose_gpus(
     if not fac:
         return {j: {s: tuple(g) for s, g in a.items()} for j, a in given.items() if a}
     per_server: dict[int, list[tuple[int, int]]] = {}
-    for jid, a in assignment.items():
-        jp = instance.job_pos.get(jid)
-        if jp is None:
-            continue
-        for sid, k in a.items():
-            sp = instance.server_pos.get(sid)
-            if k > 0 and sp is not None and (sp in fac or sid in given.get(jid, {})):
-                per_server.setdefault(sp, []).append((jp, int(k)))
+    for jp, sp, k in _by_position(instance, assignment):
+        if k > 0 and (sp in fac or instance.servers[sp].id in given.get(instance.jobs[jp].id, {})):
+            per_server.setdefault(sp, []).append((jp, int(k)))
     for sp, jobs in sorted(per_server.items()):
         srv = instance.servers[sp]
         left = list(srv.free_gpu_ids)
@@ -102,14 +113,8 @@ def worst_factors(instance: Instance, gpus: GpuChoice) -> dict[tuple[int, int], 
     """``f*_n(j)``, the largest factor among the GPUs job ``j`` holds on server ``n``, by
     ``(job position, server position)`` (absent: 1)."""
     out: dict[tuple[int, int], float] = {}
-    for jid, a in gpus.items():
-        jp = instance.job_pos.get(jid)
-        if jp is None:
-            continue
-        for sid, ids in a.items():
-            sp = instance.server_pos.get(sid)
-            if sp is None or not ids:
-                continue
+    for jp, sp, ids in _by_position(instance, gpus):
+        if ids:
             f = job_factors(instance, jp, sp)
             worst = max((f[g] for g in ids if 0 <= g < len(f)), default=1.0)
             if worst != 1.0:
@@ -161,12 +166,8 @@ def counts_of_ids(
 ) -> dict[tuple[int, int, int], int]:
     """The inverse of :func:`ids_of_counts`: how many GPUs of each class each job holds."""
     out: dict[tuple[int, int, int], int] = {}
-    for jid, per in gpus.items():
-        jp = instance.job_pos.get(jid)
-        for sid, ids in per.items():
-            sp = instance.server_pos.get(sid)
-            if jp is None or sp is None or sp not in classes:
-                continue
+    for jp, sp, ids in _by_position(instance, gpus):
+        if sp in classes:
             for c, members in enumerate(classes[sp]):
                 n = len(set(ids) & set(members))
                 if n:
