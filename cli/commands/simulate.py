@@ -31,8 +31,21 @@ from placement.simulation.config import (
     REPLAN_SCOPES,
 )
 from placement.simulation.workload import FORMATS as TRACE_FORMATS
-from placement.simulation.workload.reference import COMM_MODES, COMM_SHARE_MAX
+from placement.simulation.workload.reference import COMM_SHARE_MAX, comm_penalty
 from placement.solving.budget import CLOCKS
+
+
+class CommMode(click.ParamType):
+    """``on``, ``off`` or ``penalty:F`` (F >= 1)."""
+
+    name = "on|off|penalty:F"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            comm_penalty(str(value))
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        return str(value)
 
 
 @click.command()
@@ -142,11 +155,12 @@ from placement.solving.budget import CLOCKS
 )
 @click.option(
     "--comm",
-    type=click.Choice(COMM_MODES),
+    type=CommMode(),
     default="on",
     show_default=True,
     help="off: communication is free at every placement (the semantics of simulators that ignore placement; "
-    "for cross-checks). A trace job runs its trace duration at its reference placement either way.",
+    "for cross-checks); penalty:F: free too, but a job on two or more servers runs F times slower (Blox's "
+    "and PAL's semantics). A trace job runs its trace duration at its reference placement either way.",
 )
 @click.option(
     "--profiles",

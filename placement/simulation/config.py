@@ -11,7 +11,7 @@ from placement.errors import InvalidInputError, PlacementError
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
 from placement.simulation.queues import QUEUES as QUEUE_POLICIES
-from placement.simulation.workload.reference import COMM_MODES, COMM_SHARE_MAX
+from placement.simulation.workload.reference import COMM_SHARE_MAX, comm_penalty
 from placement.solving.budget import CLOCKS
 from placement.solving.registry import get_method
 
@@ -200,7 +200,9 @@ class SimConfig:
     comm: str = "on"
     """:data:`~placement.simulation.workload.reference.COMM_MODES`: ``off`` makes communication
     free at every placement (``T = max a S``), the semantics of simulators that ignore
-    placement, kept for cross-checking against them."""
+    placement, kept for cross-checking against them; ``penalty:F`` free too, but a job on two or
+    more servers runs F times slower (Blox's and PAL's semantics: the cluster's
+    ``locality_penalty``, in its decisions and its truth)."""
     profiles: str | None = None
     """A ``placement calibrate`` output (its jobs ``<model>-b<batch>``): a trace job of a profiled
     model takes the median batch's fitted compute and gradient, and runs its trace duration at
@@ -302,13 +304,16 @@ class SimConfig:
             ("change_points", CHANGE_POINTS),
             ("replan_scope", REPLAN_SCOPES),
             ("queue", QUEUES),
-            ("comm", COMM_MODES),
             ("objective", OBJECTIVES),
         )
         for name, allowed in choices:
             v = getattr(self, name)
             if v not in allowed:
                 problems.append(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
+        try:
+            comm_penalty(self.comm)
+        except (ValueError, AttributeError):
+            problems.append(f"comm must be on, off or penalty:F with F >= 1, got {self.comm!r}")
         if not (isinstance(self.comm_share_max, (int, float)) and 0.0 <= self.comm_share_max < 1.0):
             problems.append(f"comm_share_max must be a number in [0, 1), got {self.comm_share_max!r}")
         if self.queue == "replay" and not self.replay_starts:

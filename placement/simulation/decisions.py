@@ -69,6 +69,7 @@ def decision_instance(
         objective=objective,
         admission="best_effort",
         comm_terms=cluster.comm_terms,
+        locality_penalty=cluster.locality_penalty,
     )
     if template is not None:
         share_derived(inst, template)

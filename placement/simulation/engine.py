@@ -63,7 +63,7 @@ from placement.simulation.running import (
     running_on,
 )
 from placement.simulation.workload import TraceJob, Workload
-from placement.simulation.workload.reference import as_measured, profiles_of, refuse_low_gamma
+from placement.simulation.workload.reference import as_measured, comm_penalty, profiles_of, refuse_low_gamma
 
 __all__ = [
     "SimConfig",
@@ -95,6 +95,9 @@ class _Simulation(Replanning):
         log_path: str | None = None,
         decisions_path: str | None = None,
     ) -> None:
+        penalty = comm_penalty(cfg.comm)
+        if penalty is not None:  # Blox's and PAL's semantics: the cluster's locality penalty
+            cluster = cluster.replace(locality_penalty=penalty)
         self.cluster = cluster
         self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg

@@ -16,6 +16,7 @@ from placement.evaluation import evaluate
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Solution
 from placement.problem.reuse import share_derived
+from placement.problem.rules import spread_factor
 from placement.simulation.config import SimulationError
 from placement.simulation.policy import Policy
 from placement.simulation.running import (
@@ -367,6 +368,7 @@ class Replanning(Policy):
                 self.on_server[sp].add(r.tj.id)
             r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
             r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
+            r.penalty = spread_factor(self.cluster, len(set(alloc) | set(r.shards)))
             set_stages(self.cluster, r, stages_of(r.tj.id))
             r.T = iteration_ms(r, self.S)
             r.paused_until = self.now + self.cfg.restart_s

@@ -19,7 +19,7 @@ import numpy as np
 from placement.model.records import Instance, Job
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.hybrid import pipeline_slots, stage_terms
-from placement.problem.rules import comm_ms, ps_comm_ms
+from placement.problem.rules import comm_ms, ps_comm_ms, spread_factor
 from placement.problem.topology import cluster_of
 from placement.simulation.config import SimulationError
 from placement.simulation.workload import TraceJob
@@ -77,6 +77,9 @@ class Running:
     """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
     sync: float = 0.0
     """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
+    penalty: float = 1.0
+    """The cluster's locality penalty when the job spans two or more servers (else 1): its
+    whole iteration is that many times slower."""
     since: float = 0.0
     """When the job took the GPUs it holds (its start, or its last move)."""
     resumed: float = 0.0
@@ -144,6 +147,7 @@ def running_on(
     ps_sps, ps_c = shards_on(cluster, tj, alloc, shards or {})
     r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=now, t_last=now, since=now, resumed=now)
     r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
+    r.penalty = spread_factor(cluster, len(set(alloc) | set(shards or {})))
     set_stages(cluster, r, stages)
     return r
 
@@ -183,7 +187,7 @@ def shards_on(
 def set_stages(cluster: Instance, r: Running, stages: Sequence[Sequence[int]] | None) -> None:
     """A hybrid job's terms on its stage matrix, and every job's ideal time ``T°``."""
     if r.tj.architecture != "hybrid":
-        r.ideal_ms = float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0)
+        r.ideal_ms = r.penalty * (float(r.a.max()) + r.comm + (float(r.ps_c.max()) if len(r.ps_c) else 0.0))
         return
     if not stages:
         raise SimulationError(f"job {r.tj.id!r} is a hybrid job placed without its stage matrix")
@@ -193,7 +197,7 @@ def set_stages(cluster: Instance, r: Running, stages: Sequence[Sequence[int]] | 
     r.stages = tuple(tuple(int(sp) for sp in row) for row in stages)
     r.q = np.array([q[int(sp)] for sp in r.sps])
     r.slots, r.sync = pipeline_slots(job), terms.sync_ms
-    r.ideal_ms = r.slots * float((r.a + r.q).max()) + r.sync
+    r.ideal_ms = r.penalty * (r.slots * float((r.a + r.q).max()) + r.sync)
 
 
 def iteration_ms(r: Running, S: np.ndarray) -> float:
@@ -201,7 +205,7 @@ def iteration_ms(r: Running, S: np.ndarray) -> float:
     t = r.slots * float((r.a * S[r.sps] + r.q).max()) + r.sync + r.comm
     if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
         t += float((r.ps_c * S[r.ps_sps]).max())
-    return t
+    return t * r.penalty if r.penalty != 1.0 else t
 
 
 def observed(

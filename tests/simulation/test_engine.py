@@ -643,3 +643,21 @@ def test_the_move_margins_in_force():
     assert (both.margin(queued=False), both.margin(queued=True)) == (0.1, 0.02)
     with pytest.raises(InvalidInputError, match="queued_move_margin"):
         SimConfig(queued_move_margin=-1.0)
+
+
+def test_a_locality_penalty_slows_a_spread_job_and_decisions_know_it():
+    """``comm="penalty:F"`` (Blox's and PAL's semantics): communication is free, but a job on two or
+    more servers runs F times slower; the decisions solve under the same penalty."""
+    c = cluster([Slowdown()] * 3, gpus=4)
+    wide = simulate(c, one_job(8, 1_000), method="greedy", dynamics="none", comm="penalty:1.7")
+    (row,) = wide.jobs
+    assert row["jct_s"] == pytest.approx(1.7 * 1_000 * 100.0 / 1000.0, rel=1e-12)
+    assert row["slowdown"] == pytest.approx(1.0, rel=1e-12)  # the penalty is part of its ideal time
+    free = simulate(c, one_job(8, 1_000), method="greedy", dynamics="none", comm="off")
+    assert free.jobs[0]["jct_s"] == pytest.approx(100.0, rel=1e-12)
+    # two 2-worker jobs and a 4-worker one on three 4-GPU servers: under the penalty nobody spreads
+    jobs = tuple(TraceJob(f"j{k}", 0.0, w, 1_000, 100.0, 0.0) for k, w in enumerate((2, 2, 4)))
+    r = simulate(c, Workload(jobs, "three", {}), method="auto", dynamics="none", comm="penalty:1.7")
+    assert all(len(row["placement"].split()) == 1 for row in r.jobs)
+    with pytest.raises(InvalidInputError, match="penalty:F"):
+        simulate(c, one_job(8, 10), method="greedy", dynamics="none", comm="penalty:0.5")

@@ -154,7 +154,7 @@ def test_readers_mark_measured_durations(tmp_path: Path) -> None:
 
 
 def test_comm_options_are_checked() -> None:
-    with pytest.raises(InvalidInputError, match="comm must be one of on, off"):
+    with pytest.raises(InvalidInputError, match="comm must be on, off or penalty:F"):
         SimConfig(comm="maybe")
     with pytest.raises(InvalidInputError, match="comm_share_max"):
         SimConfig(comm_share_max=1.0)

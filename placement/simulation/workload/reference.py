@@ -33,9 +33,26 @@ deepspeech2, imagenet and ncf on 2-4 nodes; per job 0.26, 0.25, 0.19 and 0.71; t
 percentile of all rows 0.75).  A model table's gradient at the reference bandwidth may claim
 more of a trace's duration than real jobs spend communicating; the cap keeps the rest compute."""
 
-COMM_MODES = ("on", "off")
-"""``SimConfig.comm``: ``on`` (communication costs what the model says) or ``off`` (free at
-every placement, as in simulators whose job speed depends on the GPU count only)."""
+COMM_MODES = ("on", "off", "penalty:F")
+"""``SimConfig.comm``: ``on`` (communication costs what the model says), ``off`` (free at
+every placement, as in simulators whose job speed depends on the GPU count only) or
+``penalty:F`` (free, but a job on two or more servers runs F >= 1 times slower: Blox's and PAL's
+semantics, the cluster's ``locality_penalty``)."""
+
+
+def comm_penalty(comm: str) -> float | None:
+    """F of a ``penalty:F`` communication mode, ``None`` for ``on`` and ``off``; raises
+    ``ValueError`` naming the mode for anything else."""
+    if comm in ("on", "off"):
+        return None
+    head, _, num = comm.partition(":")
+    try:
+        f = float(num)
+    except ValueError:
+        f = math.nan
+    if head != "penalty" or not math.isfinite(f) or f < 1.0:
+        raise ValueError(f"comm must be on, off or penalty:F with F >= 1, got {comm!r}")
+    return f
 
 
 def _usable(cluster: Instance, tj: TraceJob) -> list[int]:
@@ -122,8 +139,8 @@ def as_measured(
     >>> (k.compute_ms, k.gradient_mb, scaled, profiled)
     (100.0, 0.0, 0, 0)
     """
-    if comm not in COMM_MODES:
-        raise ValueError(f"comm must be one of {', '.join(COMM_MODES)}, got {comm!r}")
+    if comm_penalty(comm) is not None:  # free communication; the penalty is the cluster's
+        comm = "off"
     out: list[TraceJob] = []
     scaled = profiled = 0
     level: dict[tuple[int, object], tuple[float, int]] = {}
