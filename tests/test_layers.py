@@ -300,6 +300,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.serve.migrations.versions.rev_0002_gangs": ("serve/test_store.py", '"0002"'),
     "placement.serve.migrations.versions.rev_0003_moves": ("serve/test_store.py", "started_seq"),
     "placement.simulation.decisions": ("serve/test_parity.py", "placement.simulation.decisions"),
+    "placement.simulation.gpu_book": ("simulation/test_engine.py", "variability="),
     "placement.simulation.hindsight": ("simulation/test_dynamics.py", "Lookahead"),
 }
 """Modules without a test file of their own (``tests/<subpackage>/test_<module>.py``), and the

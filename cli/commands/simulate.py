@@ -170,6 +170,14 @@ class CommMode(click.ParamType):
     "median profiled batch), their iterations set by the trace duration at the reference placement.",
 )
 @click.option(
+    "--variability",
+    multiple=True,
+    metavar="[CLASS=]FILE",
+    help="Hidden per-GPU factors from profiles (placement estimate --gpu-profiles' formats), laid on the cluster "
+    "by each run's seed; CLASS= names the application class a file's factors are for (PAL's A=resnet, B=bert, "
+    "C=bert, D=pagerank); oracle knowledge is given them, the others are not. Repeatable.",
+)
+@click.option(
     "--comm-share-max",
     type=FiniteRange(min=0, max=1, max_open=True),
     default=COMM_SHARE_MAX,
@@ -401,6 +409,7 @@ def simulate(
     comm: str,
     comm_share_max: float,
     profiles: str | None,
+    variability: tuple[str, ...],
     prove: bool,
     round_s: float | None,
     estimate_every_s: float,
@@ -489,6 +498,7 @@ def simulate(
         "comm": comm,
         "comm_share_max": comm_share_max,
         "profiles": str(Path(profiles).resolve()) if profiles else None,
+        "variability": tuple(_resolved_spec(v) for v in variability),
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,
@@ -548,3 +558,11 @@ def simulate(
     )
     bad = sum(1 for r in rows if r.get("status") != "finished")
     sweep_end("simulate", "configurations", bad, len(rows), f"{out_dir}/runs.jsonl")
+
+
+def _resolved_spec(spec: str) -> str:
+    """``[CLASS=]FILE`` with the file's absolute path (runs may start elsewhere)."""
+    cls, eq, path = spec.rpartition("=")
+    if not Path(path).is_file():
+        raise InvalidInputError([f"--variability {spec!r}: no such file {path!r}"])
+    return f"{cls}{eq}{Path(path).resolve()}"

@@ -92,6 +92,10 @@ class Belief:
             servers = tuple(
                 dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers
             )
+        self.factors = k in ("oracle", "clairvoyant", "hindsight") and any(s.has_gpu_factors for s in servers)
+        """Whether decisions see the per-GPU factors (static truth: given with oracle knowledge, else not)."""
+        if not self.factors and any(s.gpu_slowdowns for s in servers):
+            servers = tuple(dataclasses.replace(s, gpu_slowdowns={}) for s in servers)
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
         self.servers: tuple[Server, ...] = servers
         self.cycle_s = math.inf

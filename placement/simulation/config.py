@@ -203,6 +203,10 @@ class SimConfig:
     placement, kept for cross-checking against them; ``penalty:F`` free too, but a job on two or
     more servers runs F times slower (Blox's and PAL's semantics: the cluster's
     ``locality_penalty``, in its decisions and its truth)."""
+    variability: tuple[str, ...] = ()
+    """Hidden per-GPU factors: ``[CLASS=]FILE`` profiles (:mod:`placement.estimate.gpu_profiles`'
+    formats; ``CLASS=`` renames a one-class file's class), laid on the cluster by the run's seed;
+    ``oracle`` knowledge is given them, the others are not."""
     profiles: str | None = None
     """A ``placement calibrate`` output (its jobs ``<model>-b<batch>``): a trace job of a profiled
     model takes the median batch's fitted compute and gradient, and runs its trace duration at

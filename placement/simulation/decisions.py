@@ -18,7 +18,7 @@ import numpy as np
 
 from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, ServerEstimate, estimate_from_ratios
 from placement.evaluation.bounds import job_lower_bound
-from placement.model.records import Instance, Job, Slowdown
+from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
@@ -53,12 +53,19 @@ def decision_instance(
     name: str,
     objective: str,
     template: Instance | None = None,
+    held: Mapping[int, tuple[int, ...]] | None = None,
 ) -> Instance:
     """The instance a decision solves: ``jobs`` (already :func:`believed_job`) on the believed
     servers with ``free`` GPUs each (in cluster order), a ``best_effort`` decision, with the
     cluster's topology and fitted all-reduce terms (those the truth runs on); shares the
-    derived arrays of ``template`` when its servers are the same."""
-    servers = tuple(dataclasses.replace(s, used_gpus=int(s.gpus - free[sp])) for sp, s in enumerate(belief.servers))
+    derived arrays of ``template`` when its servers are the same.  ``held``: on servers with
+    per-GPU factors, which GPUs are held (server position -> indices)."""
+    servers = tuple(
+        dataclasses.replace(
+            s, used_gpus=int(s.gpus - free[sp]), held_gpus=_held_ids(s, int(s.gpus - free[sp]), held, sp)
+        )
+        for sp, s in enumerate(belief.servers)
+    )
     inst = Instance(
         name=name,
         servers=servers,
@@ -170,3 +177,16 @@ def forecaster_from_dict(d: Mapping[str, Any] | None, laws: Mapping[str, Slowdow
         return None
     seen = {s: (float(v[0]), float(v[1])) for s, v in d["seen"].items()}
     return Forecaster(dict(laws), seen, float(d["mean_episode_s"]))
+
+
+def _held_ids(server: Server, used: int, held: Mapping[int, tuple[int, ...]] | None, sp: int) -> tuple[int, ...] | None:
+    """The held GPUs of a decision's server: ``held``'s where it says (made up to ``used`` with
+    the lowest free indices, a held count the book does not name), else ``None`` (the first)."""
+    ids = None if held is None else held.get(sp)
+    if ids is None:
+        return None
+    ids = tuple(ids)[:used]
+    if len(ids) < used:
+        extra = [g for g in range(server.gpus) if g not in set(ids)][: used - len(ids)]
+        ids = tuple(sorted(ids + tuple(extra)))
+    return ids

@@ -48,6 +48,7 @@ from placement.simulation.config import (
 from placement.simulation.decisions import Floors, refit_belief
 from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import server_looks
+from placement.simulation.gpu_book import GpuBook, with_variability
 from placement.simulation.hindsight import Lookahead
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, DecisionLog, IterationLog
@@ -61,6 +62,7 @@ from placement.simulation.running import (
     iteration_ms,
     observed,
     running_on,
+    set_stages,
 )
 from placement.simulation.workload import TraceJob, Workload
 from placement.simulation.workload.reference import as_measured, comm_penalty, profiles_of, refuse_low_gamma
@@ -95,10 +97,13 @@ class _Simulation(Replanning):
         log_path: str | None = None,
         decisions_path: str | None = None,
     ) -> None:
+        if cfg.variability:  # hidden per-GPU factors, laid out by the run's seed
+            cluster = with_variability(cluster, cfg.variability, cfg.seed)
         penalty = comm_penalty(cfg.comm)
         if penalty is not None:  # Blox's and PAL's semantics: the cluster's locality penalty
             cluster = cluster.replace(locality_penalty=penalty)
         self.cluster = cluster
+        self.book = GpuBook(cluster, knows_factors=cfg.knowledge in ("oracle", "clairvoyant", "hindsight"))
         self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg
         self.jobs = list(workload.jobs)
@@ -399,6 +404,9 @@ class _Simulation(Replanning):
             r.paused_until = self.now + self.cfg.restart_s
             r.pause_s = old.pause_s + self.cfg.restart_s
             self.restart_gpu_s += tj.workers * self.cfg.restart_s
+        if self.book:  # its GPUs on servers with per-GPU factors: the truth's f*
+            r.a = self.book.scale(r.sps, r.a, self.book.take(tj.id, tj.app_class, alloc, r.gpus))
+            set_stages(self.cluster, r, r.stages or None)
         r.T = iteration_ms(r, self.S)
         for sp, k in alloc.items():
             self.free[sp] -= k
@@ -417,6 +425,7 @@ class _Simulation(Replanning):
         advance(r, self.now)
         for sp, k in r.alloc.items():
             self.free[sp] += k
+        self.book.release(r.tj.id)
         for sp in r.servers():
             self.on_server[sp].discard(r.tj.id)
         del self.running[r.tj.id]

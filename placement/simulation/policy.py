@@ -22,6 +22,7 @@ from placement.simulation.belief import Belief
 from placement.simulation.config import SimConfig, SimulationError
 from placement.simulation.decisions import Floors, believed_job, decision_instance, waits_until
 from placement.simulation.dynamics import Dynamics
+from placement.simulation.gpu_book import GpuBook
 from placement.simulation.hindsight import Lookahead
 from placement.simulation.observations import DecisionLog
 from placement.simulation.queues import Candidate, QueuePolicy
@@ -88,6 +89,7 @@ class Policy:
     """The jobs that waited at least once (patience)."""
     floors: Floors
     decisions: DecisionLog | None
+    book: GpuBook
 
     def _running(
         self,
@@ -139,6 +141,7 @@ class Policy:
             name=f"{self.cluster.name}@{self.now:.0f}s",
             objective=objective or self.cfg.objective,
             template=self.template,
+            held=self.book.held(excluding=[j.id for j in jobs]) if self.book and self.belief.factors else None,
         )
         if self.template is None:
             self.template = inst
@@ -326,6 +329,7 @@ class Policy:
                 shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
                 stages = [[pos[s] for s in row] for row in sol.stages.get(j.id, ())]
                 r = self._running(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
+                r.gpus = {pos[s]: tuple(g) for s, g in sol.gpus.get(j.id, {}).items()}
                 if self._waits(r):
                     held.add(j.id)
                 else:

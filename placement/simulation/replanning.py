@@ -350,6 +350,7 @@ class Replanning(Policy):
             advance(r, self.now)
             for sp, k in r.alloc.items():
                 self.free[sp] += k
+            self.book.release(jid)
             for sp in r.servers():
                 self.on_server[sp].discard(r.tj.id)
         moved_workers = 0
@@ -369,6 +370,9 @@ class Replanning(Policy):
             r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
             r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
             r.penalty = spread_factor(self.cluster, len(set(alloc) | set(r.shards)))
+            if self.book:  # its new GPUs on servers with per-GPU factors: the truth's f*
+                given = {pos[s]: tuple(g) for s, g in sol.gpus.get(r.tj.id, {}).items()}
+                r.a = self.book.scale(r.sps, r.a, self.book.take(r.tj.id, r.tj.app_class, alloc, given))
             set_stages(self.cluster, r, stages_of(r.tj.id))
             r.T = iteration_ms(r, self.S)
             r.paused_until = self.now + self.cfg.restart_s

@@ -77,6 +77,9 @@ class Running:
     """A hybrid job's pipeline slots ``m + pp - 1`` (1 otherwise)."""
     sync: float = 0.0
     """A hybrid job's data-parallel sync ``max_s D_s`` (0 otherwise)."""
+    gpus: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """The GPUs its decision chose on servers with per-GPU factors (server position -> indices;
+    the engine's :class:`~placement.simulation.gpu_book.GpuBook` gives the rest)."""
     penalty: float = 1.0
     """The cluster's locality penalty when the job spans two or more servers (else 1): its
     whole iteration is that many times slower."""

@@ -661,3 +661,32 @@ def test_a_locality_penalty_slows_a_spread_job_and_decisions_know_it():
     assert all(len(row["placement"].split()) == 1 for row in r.jobs)
     with pytest.raises(InvalidInputError, match="penalty:F"):
         simulate(c, one_job(8, 10), method="greedy", dynamics="none", comm="penalty:0.5")
+
+
+def test_hidden_per_gpu_factors_slow_the_workers_on_them_and_oracle_decisions_avoid_them(tmp_path):
+    """Per-GPU factors in the truth: a worker on GPU g runs a f_g S; with oracle knowledge the
+    decisions see the factors and choose GPUs, without it the lowest free indices are taken."""
+    servers = (
+        Server("s0", 2, "A100", 2400.0, gpu_slowdowns={"*": (1.5, 1.0)}),
+        Server("s1", 2, "A100", 2400.0, gpu_slowdowns={"*": (1.0, 1.2)}),
+    )
+    c = Instance("f", servers, (), (Switch("t"),), tuple(Link(s.id, "t", 100.0) for s in servers))
+    w = Workload(tuple(TraceJob(j, 0.0, 1, 1_000, 100.0, 0.0) for j in "ab"), "two", {})
+    oracle = simulate(c, w, method="auto", knowledge="oracle", dynamics="none")
+    assert sorted(row["jct_s"] for row in oracle.jobs) == pytest.approx([100.0, 100.0], rel=1e-12)
+    blind = simulate(c, w, method="auto", knowledge="oblivious", dynamics="none")
+    assert max(row["jct_s"] for row in blind.jobs) > 100.0 * 1.19
+    # the same factors from a profile, laid out by the run's seed
+    prof = tmp_path / "p.csv"
+    prof.write_text("server,gpu,class,perf\n" + "".join(f"x{k},0,a,{v}\n" for k, v in enumerate((10, 10, 10, 30))))
+    for seed in range(4):  # oracle knowledge is given them, wherever the seed lays the slow GPU
+        laid = simulate(
+            cluster([Slowdown()] * 4),
+            one_job(1, 1_000, gradient_mb=0.0),
+            method="auto",
+            dynamics="none",
+            knowledge="oracle",
+            variability=(str(prof),),
+            seed=seed,
+        )
+        assert laid.jobs[0]["jct_s"] == pytest.approx(100.0)
