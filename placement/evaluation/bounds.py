@@ -19,6 +19,7 @@ from placement.problem.rules import (
     fastest_gbps,
     p2p_ms,
     ps_floor_ms,
+    spread_factor,
     stage_sync_ms,
     weight_factor,
 )
@@ -84,6 +85,7 @@ def _job_lower_bound(instance: Instance, jp: int) -> float:
             return view.compute(k) + comm_floor_ms(job, bandwidth, terms, k)
 
         multi = _least_over_homes(instance, jp, free, job.workers, k, cost, below=single)
+        multi = (multi + floor) * spread_factor(instance, 2) - floor  # two or more servers: the penalty
     return min(single, multi) + floor
 
 
@@ -165,6 +167,7 @@ def hybrid_lower_bound(instance: Instance, jp: int) -> float:
             return out
 
         multi = _least_over_homes(instance, jp, free, job.workers, k, cost, below=single)
+        multi *= spread_factor(instance, 2)  # two or more servers: the penalty
     return min(single, multi)
 
 

@@ -99,10 +99,12 @@ def waits_until(first_s: float, wait_factor: float, iterations: int, ideal_ms: f
 class Floors:
     """Each job shape's least straggler-free iteration time on the idle ``cluster`` (a lower
     bound, :func:`job_lower_bound` with every slowdown 1 and every GPU free, on the servers the
-    job may use), cached by the job less what does not shape its placement."""
+    job may use), cached by the job less what does not shape its placement.  Per-GPU factors are
+    left out (every GPU at the fleet's median): a job waits for a better placement, not for GPUs
+    faster than the median one, which would hold the queue for a lottery win."""
 
     def __init__(self, cluster: Instance) -> None:
-        servers = tuple(dataclasses.replace(s, slowdown=Slowdown()) for s in cluster.servers)
+        servers = tuple(dataclasses.replace(s, slowdown=Slowdown(), gpu_slowdowns={}) for s in cluster.servers)
         self.blank = cluster.replace(servers=servers, jobs=(), scenarios=None)
         self.cache: dict[str, float] = {}
 
