@@ -178,6 +178,14 @@ class CommMode(click.ParamType):
     "C=bert, D=pagerank); oracle knowledge is given them, the others are not. Repeatable.",
 )
 @click.option(
+    "--variability-draw",
+    type=click.Choice(["medians", "runs"]),
+    default="medians",
+    show_default=True,
+    help="medians: each profiled GPU's steady factor; runs: as PAL's simulator, each GPU a seeded draw from the "
+    "class's runs over their median (slow outlier runs become GPUs' factors).",
+)
+@click.option(
     "--comm-share-max",
     type=FiniteRange(min=0, max=1, max_open=True),
     default=COMM_SHARE_MAX,
@@ -410,6 +418,7 @@ def simulate(
     comm_share_max: float,
     profiles: str | None,
     variability: tuple[str, ...],
+    variability_draw: str,
     prove: bool,
     round_s: float | None,
     estimate_every_s: float,
@@ -499,6 +508,7 @@ def simulate(
         "comm_share_max": comm_share_max,
         "profiles": str(Path(profiles).resolve()) if profiles else None,
         "variability": tuple(_resolved_spec(v) for v in variability),
+        "variability_draw": variability_draw,
         "round_s": round_s,
         "estimate_every_s": estimate_every_s,
         "replan": replan,

@@ -35,7 +35,7 @@ from placement.estimate.csvrows import csv_text, raise_problems
 from placement.model import Instance
 from placement.model.records import ANY_CLASS
 
-__all__ = ["GpuProfile", "read_gpu_profiles", "lay_out_profiles", "apply_gpu_profiles", "PERF_DIRECTIONS"]
+__all__ = ["GpuProfile", "read_gpu_profiles", "lay_out_profiles", "apply_gpu_profiles", "PERF_DIRECTIONS", "DRAWS"]
 
 PERF_DIRECTIONS = ("time", "speed")
 
@@ -65,6 +65,9 @@ class GpuProfile:
     runs: int
     own_spread: float = 1.0
     """The median over GPUs of (a GPU's slowest run over its median): how steady a GPU is."""
+    run_factors: tuple[float, ...] = ()
+    """Every run's measurement over the median of all runs, in the time direction (what PAL's
+    simulator draws from: :func:`lay_out_profiles` with ``draw="runs"``)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -155,9 +158,17 @@ def read_gpu_profiles(path: str | os.PathLike[str], *, perf_is: str | None = Non
                 why=why,
                 runs=sum(len(v) for v in runs.values()),
                 own_spread=float(np.median(spread)),
+                run_factors=_run_factors(runs, direction),
             )
         )
     return out
+
+
+def _run_factors(runs: Mapping[str, Sequence[float]], direction: str) -> tuple[float, ...]:
+    """Every run's value over the median of all runs, in the time direction."""
+    every = np.array([v for vs in runs.values() for v in vs], dtype=float)
+    times = every if direction == "time" else 1.0 / every
+    return tuple(float(x) for x in times / float(np.median(times)))
 
 
 def _direction(
@@ -185,11 +196,19 @@ def _direction(
     return "time", "no column tells: taken as a time" + (f" (corr(perf, {best[1]}) = {best[0]:+.2f})" if best else "")
 
 
+DRAWS = ("medians", "runs")
+"""How factors are laid out: ``medians`` (each profiled GPU's steady factor, the module's rule) or
+``runs`` (as PAL's simulator does: every GPU of the cluster, in order, a seeded draw from the
+class's runs over their median, so a slow outlier run becomes a GPU's factor)."""
+
+
 def lay_out_profiles(
-    instance: Instance, profiles: Sequence[GpuProfile], *, seed: int = 0
+    instance: Instance, profiles: Sequence[GpuProfile], *, seed: int = 0, draw: str = "medians"
 ) -> tuple[dict[str, dict[str, tuple[float, ...]]], list[str]]:
-    """Per server, per class, each GPU's factor (the module's rule), and one line per class
-    saying how it was laid out."""
+    """Per server, per class, each GPU's factor (the module's rule, or with ``draw="runs"``
+    PAL's simulator's), and one line per class saying how it was laid out."""
+    if draw not in DRAWS:
+        raise InvalidInputError([f"draw must be one of {', '.join(DRAWS)}, got {draw!r}"])
     out: dict[str, dict[str, tuple[float, ...]]] = {}
     said: list[str] = []
     problems: list[str] = []
@@ -197,7 +216,13 @@ def lay_out_profiles(
         nodes = set(prof.node.values())
         direct = bool(nodes) and None not in nodes and nodes <= set(instance.server_by_id)
         rows: dict[str, list[float]] = {s.id: [1.0] * s.gpus for s in instance.servers}
-        if direct:
+        if draw == "runs":
+            rng = np.random.default_rng([seed, k])
+            pool = np.asarray(prof.run_factors, dtype=float)
+            for s in instance.servers:
+                rows[s.id] = [float(x) for x in rng.choice(pool, size=s.gpus)]
+            said.append(f"{prof.app_class}: each GPU a draw from {len(pool)} runs over their median (seed {seed})")
+        elif direct:
             for key, f in prof.factors.items():
                 sid, gi = prof.node[key], prof.index[key]
                 assert sid is not None
@@ -238,7 +263,7 @@ def lay_out_profiles(
 
 
 def apply_gpu_profiles(
-    instance: Instance, profiles: Sequence[GpuProfile], *, seed: int = 0
+    instance: Instance, profiles: Sequence[GpuProfile], *, seed: int = 0, draw: str = "medians"
 ) -> tuple[Instance, list[str]]:
     """``instance`` with the profiles' factors on its servers: by class, or, with one class
     profiled, for every class (:data:`~placement.model.records.ANY_CLASS`)."""
@@ -246,7 +271,7 @@ def apply_gpu_profiles(
     dup = sorted({c for c in classes if classes.count(c) > 1})
     if dup:
         raise InvalidInputError([f"--gpu-profiles: class {c!r} is profiled twice" for c in dup])
-    laid, said = lay_out_profiles(instance, profiles, seed=seed)
+    laid, said = lay_out_profiles(instance, profiles, seed=seed, draw=draw)
     import dataclasses
 
     servers = []

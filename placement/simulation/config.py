@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.errors import InvalidInputError, PlacementError
+from placement.estimate.gpu_profiles import DRAWS
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
 from placement.simulation.queues import QUEUES as QUEUE_POLICIES
@@ -207,6 +208,9 @@ class SimConfig:
     """Hidden per-GPU factors: ``[CLASS=]FILE`` profiles (:mod:`placement.estimate.gpu_profiles`'
     formats; ``CLASS=`` renames a one-class file's class), laid on the cluster by the run's seed;
     ``oracle`` knowledge is given them, the others are not."""
+    variability_draw: str = "medians"
+    """:data:`placement.estimate.gpu_profiles.DRAWS`: each profiled GPU's steady factor, or (``runs``)
+    PAL's simulator's draws from the class's runs."""
     profiles: str | None = None
     """A ``placement calibrate`` output (its jobs ``<model>-b<batch>``): a trace job of a profiled
     model takes the median batch's fitted compute and gradient, and runs its trace duration at
@@ -308,6 +312,7 @@ class SimConfig:
             ("change_points", CHANGE_POINTS),
             ("replan_scope", REPLAN_SCOPES),
             ("queue", QUEUES),
+            ("variability_draw", DRAWS),
             ("objective", OBJECTIVES),
         )
         for name, allowed in choices:

@@ -98,7 +98,7 @@ class _Simulation(Replanning):
         decisions_path: str | None = None,
     ) -> None:
         if cfg.variability:  # hidden per-GPU factors, laid out by the run's seed
-            cluster = with_variability(cluster, cfg.variability, cfg.seed)
+            cluster = with_variability(cluster, cfg.variability, cfg.seed, cfg.variability_draw)
         penalty = comm_penalty(cfg.comm)
         if penalty is not None:  # Blox's and PAL's semantics: the cluster's locality penalty
             cluster = cluster.replace(locality_penalty=penalty)

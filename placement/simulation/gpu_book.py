@@ -23,9 +23,9 @@ from placement.problem.gpus import factored_servers
 __all__ = ["GpuBook", "with_variability"]
 
 
-def with_variability(cluster: Instance, specs: Sequence[str], seed: int) -> Instance:
+def with_variability(cluster: Instance, specs: Sequence[str], seed: int, draw: str = "medians") -> Instance:
     """``cluster`` with the per-GPU factors of the profiles ``specs`` (``[CLASS=]FILE``: a one-class
-    file's class renamed to ``CLASS``), laid out with ``seed``
+    file's class renamed to ``CLASS``), laid out with ``seed`` and ``draw``
     (:func:`placement.estimate.gpu_profiles.apply_gpu_profiles`)."""
     profiles = []
     for spec in specs:
@@ -36,7 +36,7 @@ def with_variability(cluster: Instance, specs: Sequence[str], seed: int) -> Inst
                 raise InvalidInputError([f"variability {spec!r}: CLASS= needs a file of one class, it has {len(got)}"])
             got = [dataclasses.replace(got[0], app_class=cls)]
         profiles += got
-    return apply_gpu_profiles(cluster, profiles, seed=seed)[0]
+    return apply_gpu_profiles(cluster, profiles, seed=seed, draw=draw)[0]
 
 
 class GpuBook:

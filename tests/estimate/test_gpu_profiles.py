@@ -112,3 +112,18 @@ def test_the_cli_writes_factors_and_refuses_bad_profiles_with_exit_2(tmp_path):
     out2 = tmp_path / "never.json"
     r = CliRunner().invoke(cli, ["estimate", "tiny", "--gpu-profiles", str(bad), "-o", str(out2)])
     assert r.exit_code == 2 and "bad.csv row 2" in r.output and not out2.exists()
+
+
+def test_runs_draws_lay_each_gpu_a_seeded_run_as_pals_simulator_does(tmp_path):
+    """``draw="runs"``: every GPU of the cluster a draw from the class's runs over their median, so
+    an outlier run (here 3x) can become a GPU's factor; the same seed, the same layout."""
+    inst = placement.load_bundled("demo")
+    rows = [f"x{k},0,a,{v}" for k, v in enumerate([10, 10, 10, 10, 30, 10, 11, 9])]
+    (prof,) = read_gpu_profiles(_plain(tmp_path, rows))
+    assert sorted(prof.run_factors) == pytest.approx(sorted(v / 10 for v in [10, 10, 10, 10, 30, 10, 11, 9]))
+    a, said = apply_gpu_profiles(inst, [prof], seed=4, draw="runs")
+    b, _ = apply_gpu_profiles(inst, [prof], seed=4, draw="runs")
+    laid = [f for s in a.servers for f in s.gpu_factors(None)]
+    assert a == b and "draw from 8 runs" in said[0] and 3.0 in laid and set(laid) <= set(prof.run_factors)
+    with pytest.raises(InvalidInputError, match="draw must be"):
+        apply_gpu_profiles(inst, [prof], draw="both")
