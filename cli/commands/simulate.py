@@ -207,6 +207,13 @@ class CommMode(click.ParamType):
     help="Decide every S seconds instead of at every arrival and completion.",
 )
 @click.option(
+    "--resettle/--sticky",
+    default=False,
+    show_default=True,
+    help="With --round-s: each round places every running job again with the queue (a job placed "
+    "elsewhere pays --restart-s; PAL's and Blox's non-sticky rounds, for cross-checking them).",
+)
+@click.option(
     "--estimate-every-s",
     type=FiniteRange(min=0, min_open=True),
     default=600.0,
@@ -421,6 +428,7 @@ def simulate(
     variability_draw: str,
     prove: bool,
     round_s: float | None,
+    resettle: bool,
     estimate_every_s: float,
     max_jobs: int | None,
     window_start_s: float,
@@ -510,6 +518,7 @@ def simulate(
         "variability": tuple(_resolved_spec(v) for v in variability),
         "variability_draw": variability_draw,
         "round_s": round_s,
+        "resettle": resettle,
         "estimate_every_s": estimate_every_s,
         "replan": replan,
         "replan_every_s": replan_every_s,

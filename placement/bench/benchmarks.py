@@ -401,6 +401,17 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="each peer's queue with the clairvoyant placement too (<peer>+clairvoyant)",
     )
+    pl = sub.add_parser("pal", help="PAL's setup: packed, PM-First, PAL and auto on the eight Sia-Philly workloads")
+    pl.add_argument(
+        "--data", default=None, help="the pal-variability folder [default: $PLACEMENT_DATA or ../shared/data]"
+    )
+    pl.add_argument("--workloads", default="1,2,3,4,5,6,7,8")
+    pl.add_argument("--configs", default=None, help="comma-separated [default: all]")
+    pl.add_argument("--seeds", default="0,1,2", help="GPU layout seeds")
+    pl.add_argument("--penalties", default="1.7,1.0,1.5,2.0,2.5,3.0", help="the first is PAL's; the rest: the sweep")
+    pl.add_argument("--own", default="benchmarks/pal-crosscheck/pal-own.json", help="PAL's own simulator's figures")
+    pl.add_argument("--parallel", type=int, default=1)
+    pl.add_argument("-o", "--out", default="benchmarks/pal")
     sv = sub.add_parser("serve", help="placement serve under load (256 to 4,096 GPUs) and kill -9 faults")
     sv.add_argument("--sizes", default="256,1024,4096", help="comma-separated GPUs")
     sv.add_argument("--duration-s", type=float, default=60.0, help="seconds of load per size")
@@ -414,6 +425,28 @@ def main(argv: list[str] | None = None) -> None:
             [int(x) for x in a.sizes.split(",")], duration_s=a.duration_s, faults=a.faults, out=Path(a.out)
         )
         print(report(res))
+        return
+    if a.what == "pal":
+        import os
+
+        from placement.bench.pal import CONFIGS as PAL_CONFIGS
+        from placement.bench.pal import bench_pal
+
+        base = Path(os.environ.get("PLACEMENT_DATA", Path.cwd().parent / "shared" / "data"))
+        chosen = a.configs.split(",") if a.configs else list(PAL_CONFIGS)
+        if set(chosen) - set(PAL_CONFIGS):
+            ap.error(f"unknown configuration {', '.join(sorted(set(chosen) - set(PAL_CONFIGS)))}")
+        bench_pal(
+            Path(a.data) if a.data else base / "pal-variability",
+            Path(a.out),
+            workloads=[int(x) for x in a.workloads.split(",")],
+            configs=chosen,
+            seeds=[int(x) for x in a.seeds.split(",")],
+            penalties=[float(x) for x in a.penalties.split(",")],
+            own=Path(a.own),
+            parallel=a.parallel,
+        )
+        print((Path(a.out) / "pal.md").read_text())
         return
     if a.what == "peers":
         from placement.bench.peers import PEERS, bench_peers, cells_of

@@ -235,6 +235,10 @@ class SimConfig:
     third of the wall time."""
     round_s: float | None = None
     """Decide every ``round_s`` seconds instead of at every arrival and completion."""
+    resettle: bool = False
+    """Each round places every running job again with the queue, at no price but
+    ``restart_s`` for a job that lands elsewhere (the non-sticky rounds of PAL's and Blox's
+    simulators, kept for cross-checking them); needs ``round_s``."""
     max_offer: int = 64
     """Most queued jobs offered to one decision (in queue order, skipping those wider than
     the free GPUs left by the jobs before them)."""
@@ -339,6 +343,8 @@ class SimConfig:
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")
+        if self.resettle and self.round_s is None:
+            problems.append("resettle needs round_s: it places every job again at each round")
         for name in ("move_margin", "queued_move_margin"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):

@@ -158,6 +158,8 @@ class _Simulation(Replanning):
         self.policy.configure(cfg)
         self.round_s = cfg.round_s if cfg.round_s is not None else self.policy.round_s
         """Decide only every ``round_s`` seconds (the configuration's, else the queue policy's)."""
+        self.touched, self.resettled = True, None
+        """An event other than a round since the last ``resettle`` round, and what it offered."""
         self.queue_wake = -math.inf
         self.on_server: list[set[str]] = [set() for _ in range(self.n)]
         self.done: list[dict[str, Any]] = []
@@ -259,6 +261,7 @@ class _Simulation(Replanning):
                 break
             self.now = t
             dirty = handlers[kind](data) or dirty
+            self.touched = self.touched or kind != _ROUND
             nxt = self.heap[0][0] if self.heap else math.inf
             if nxt > t:
                 if dirty and self.round_s is None:
@@ -336,7 +339,10 @@ class _Simulation(Replanning):
         return was is None or bool((np.abs(self.belief.means() - was) > self.cfg.replan_threshold * was).any())
 
     def _on_round(self, _: Any) -> bool:
-        self._decide()
+        if self.cfg.resettle:
+            self._resettle()
+        else:
+            self._decide()
         self._check_stuck()
         self._again(_ROUND, self.round_s)
         return False

@@ -55,6 +55,8 @@ class Policy:
     policy: QueuePolicy
     queue_wake: float
     round_s: float | None
+    touched: bool
+    resettled: tuple[str, ...] | None
     total_gpus: int
     on_server: list[set[str]]
     template: Instance | None

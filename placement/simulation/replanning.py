@@ -20,6 +20,7 @@ from placement.problem.rules import spread_factor
 from placement.simulation.config import SimulationError
 from placement.simulation.policy import Policy
 from placement.simulation.running import (
+    Running,
     advance,
     held_row,
     iteration_ms,
@@ -332,14 +333,6 @@ class Replanning(Policy):
             return  # every running job keeps a place, or nothing changes
         sol, moved_ids = found
         self._log_replan(left, margin, moved_ids, sol)
-        pos = inst.server_pos
-
-        def shards_of(jid: str) -> dict[int, int]:
-            return {pos[s]: int(k) for s, k in sol.shards.get(jid, {}).items()}
-
-        def stages_of(jid: str) -> tuple[tuple[int, ...], ...]:
-            return tuple(tuple(pos[s] for s in row) for row in sol.stages.get(jid, ()))
-
         moved = [self.running[jid] for jid in moved_ids]
         for r in moved:
             # believed per-iteration saving against the price: did this move repay itself alone?
@@ -347,10 +340,108 @@ class Replanning(Policy):
             if jid in was_ms and jid in sol.jobs:
                 saving = r.tj.weight * (was_ms[jid] - sol.jobs[jid].expected_iteration_ms)
                 self.moves_repaid_alone += saving >= restart.get(jid, 0.0)
+        moved_workers = self._move(moved, sol, inst.server_pos)
+        if moved_workers:
+            self.moved_workers.append((self.now, moved_workers))
+            self.placed_since_replan = True
+        if (self.free < 0).any():
+            raise SimulationError(
+                f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"
+            )
+
+    def _resettle(self) -> None:
+        """A round that places every job again (``resettle``: the non-sticky rounds of PAL's and
+        Blox's simulators).  The running and queued jobs, in the queue policy's order, the prefix
+        whose gangs fit the cluster's GPUs in number (a strict policy stops at the first that does
+        not, others skip it; at most ``max_offer`` queued ones), go to one decision on every GPU
+        they would leave.  A running job placed on the GPUs it holds goes on untouched, one
+        placed elsewhere moves (paying ``restart_s``), one not placed is preempted (it pays its
+        restart when it resumes); a queued job placed starts.  A round after which nothing but
+        time passed (no arrival, completion, estimate or change of the truth) and which would
+        offer the same jobs in the same order is skipped: its instance would be the same."""
+        free = self.free.copy()
+        for r in self.running.values():
+            for sp, k in r.alloc.items():
+                free[sp] += k
+        room, queued = int(free.sum()), 0
+        offer: list[TraceJob] = []
+        for c in self.policy.order(self.now, self._candidates(running=True)):
+            if c.job.workers <= room and (c.running or queued < self.cfg.max_offer):
+                offer.append(c.job)
+                room -= c.job.workers
+                queued += not c.running
+            elif self.policy.strict:
+                break
+        key = tuple(j.id for j in offer)
+        if not self.touched and key == self.resettled:
+            return  # nothing but time passed since the last round: it would decide the same
+        self.touched, self.resettled = False, key
+        for r in [r for r in self.running.values() if r.tj.id not in key]:
+            self._preempt(r)
+        if not offer:
+            return
+        free = self.free.copy()
+        for r in self.running.values():
+            for sp, k in r.alloc.items():
+                free[sp] += k
+        inst = self._decision_instance(offer, free)
+        w0 = time.perf_counter()
+        sol = solve(
+            inst,
+            self.cfg.method,
+            time_limit_s=self.cfg.decision_time_limit_s,
+            seed=self.cfg.seed,
+            prove=self.cfg.prove,
+            clock=self.cfg.decision_clock,
+        )
+        self.decision_walls.append(time.perf_counter() - w0)
+        self.place_walls.append(self.decision_walls[-1])
+        if sol.status.value == "error":
+            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        pos = inst.server_pos
+        moved: list[Running] = []
+        for r in [self.running[j.id] for j in offer if j.id in self.running]:
+            got = sol.assignment.get(r.tj.id)
+            if not got:
+                self._preempt(r)
+                continue
+            alloc = {pos[s]: int(k) for s, k in got.items()}
+            shards = {pos[s]: int(k) for s, k in sol.shards.get(r.tj.id, {}).items()}
+            named = {pos[s]: tuple(sorted(g)) for s, g in sol.gpus.get(r.tj.id, {}).items()}
+            held = self.book.jobs.get(r.tj.id, {}) if self.book else {}
+            same_gpus = all(named.get(sp, ids) == tuple(sorted(ids)) for sp, ids in held.items())
+            if alloc != r.alloc or shards != r.shards or not same_gpus:
+                moved.append(r)
+        if moved:
+            self._move(moved, sol, pos)
+        for j in offer:
+            if j.id in self.running or not sol.assignment.get(j.id):
+                continue
+            shards = {pos[s]: int(k) for s, k in sol.shards.get(j.id, {}).items()}
+            stages = [[pos[s] for s in row] for row in sol.stages.get(j.id, ())]
+            r = self._running(j, {pos[s]: int(k) for s, k in sol.assignment[j.id].items()}, shards, stages)
+            r.gpus = {pos[s]: tuple(g) for s, g in sol.gpus.get(j.id, {}).items()}
+            self._start(r)
+        self.queue = [j for j in self.queue if j.id not in self.running]
+        self._log_place(inst, free, sol, {j.id for j in offer if sol.assignment.get(j.id)}, set())
+        if (self.free < 0).any():
+            raise SimulationError(f"at t={self.now:g} s, a round over-commits servers {np.flatnonzero(self.free < 0)}")
+
+    def _move(self, moved: Sequence[Running], sol: Solution, pos: Mapping[str, int]) -> int:
+        """Move the running jobs ``moved`` to their placements in ``sol`` (each pays
+        ``restart_s``); returns the workers that changed servers."""
+
+        def shards_of(jid: str) -> dict[int, int]:
+            return {pos[s]: int(k) for s, k in sol.shards.get(jid, {}).items()}
+
+        def stages_of(jid: str) -> tuple[tuple[int, ...], ...]:
+            return tuple(tuple(pos[s] for s in row) for row in sol.stages.get(jid, ()))
+
+        for r in moved:
             advance(r, self.now)
             for sp, k in r.alloc.items():
                 self.free[sp] += k
-            self.book.release(jid)
+            self.book.release(r.tj.id)
             for sp in r.servers():
                 self.on_server[sp].discard(r.tj.id)
         moved_workers = 0
@@ -370,9 +461,9 @@ class Replanning(Policy):
             r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
             r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
             r.penalty = spread_factor(self.cluster, len(set(alloc) | set(r.shards)))
+            r.gpus = {pos[s]: tuple(g) for s, g in sol.gpus.get(r.tj.id, {}).items()}
             if self.book:  # its new GPUs on servers with per-GPU factors: the truth's f*
-                given = {pos[s]: tuple(g) for s, g in sol.gpus.get(r.tj.id, {}).items()}
-                r.a = self.book.scale(r.sps, r.a, self.book.take(r.tj.id, r.tj.app_class, alloc, given))
+                r.a = self.book.scale(r.sps, r.a, self.book.take(r.tj.id, r.tj.app_class, alloc, r.gpus))
             set_stages(self.cluster, r, stages_of(r.tj.id))
             r.T = iteration_ms(r, self.S)
             r.paused_until = self.now + self.cfg.restart_s
@@ -380,13 +471,7 @@ class Replanning(Policy):
             self.migrations += 1
             self.restart_gpu_s += r.tj.workers * self.cfg.restart_s
             self._schedule_completion(r)
-        if moved_workers:
-            self.moved_workers.append((self.now, moved_workers))
-            self.placed_since_replan = True
-        if (self.free < 0).any():
-            raise SimulationError(
-                f"at t={self.now:g} s, re-planning over-commits servers {np.flatnonzero(self.free < 0)}"
-            )
+        return moved_workers
 
     def _log_replan(
         self,

@@ -1,0 +1,89 @@
+"""PAL's setup benchmark: a small one runs end to end on a tiny Sia-format workload with
+synthetic GPU profiles, and its geomean ratios are the workloads' mean ratios."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from placement.bench.pal import CONFIGS, PROFILES, bench_pal, geomean_ratio, own_figures, pal_cluster
+
+
+def test_the_geomean_ratio_is_over_workloads_of_the_means_over_seeds():
+    per = {
+        "1": {"pal": {0: 80.0, 1: 100.0}, "packed": {0: 100.0, 1: 100.0}},
+        "2": {"pal": {0: 50.0, 1: 50.0}, "packed": {0: 100.0, 1: 100.0}},
+    }
+    m, lo, hi = geomean_ratio(per, "pal", "packed")
+    assert m == pytest.approx(math.sqrt(0.9 * 0.5))
+    # resampling seeds: seed 0 alone gives sqrt(0.8 * 0.5), seed 1 alone sqrt(1.0 * 0.5)
+    assert math.sqrt(0.4) - 1e-12 <= lo <= m <= hi <= math.sqrt(0.5) + 1e-12
+    assert geomean_ratio(per, "auto-known", "pal") is None
+
+
+def test_pal_own_simulator_figures_are_read_by_penalty_workload_and_our_names():
+    own = {
+        "runs_default_penalty_1_7": [
+            {"workload": "workload-3", "policy": "PAL", "locality_penalty": 1.7, "mean_jct_s": 10.0},
+            {"workload": "workload-3", "policy": "Default-Packed-NS", "locality_penalty": 1.7, "mean_jct_s": 20.0},
+            {"workload": "workload-3", "policy": "Default-Random-S", "locality_penalty": 1.7, "mean_jct_s": 30.0},
+        ],
+        "locality_penalty_sweep": {
+            "runs": [{"workload": "workload-3", "policy": "PMFirst", "locality_penalty": 2.5, "mean_jct_s": 5.0}]
+        },
+    }
+    assert own_figures(own) == {"1.7": {"3": {"pal": 10.0, "packed": 20.0}}, "2.5": {"3": {"pm_first": 5.0}}}
+
+
+def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    jobs = ["job_id,num_gpus,submit_time,duration,model"]
+    models = ("vgg19", "BERT", "DCGAN", "resnet50")
+    jobs += [f"{i},{(1, 2, 4, 6)[i % 4]},{40 * i},{600 + 100 * i},{models[i % 4]}" for i in range(10)]
+    (data / "sia-philly-workload-1.csv").write_text("\n".join(jobs) + "\n")
+    for k, name in enumerate(sorted(set(PROFILES.values()))):
+        rows = [f"x{g // 4},{g % 4},{name},{1.0 + 0.02 * ((g * (k + 3)) % 7)}" for g in range(64)]
+        (data / f"{name}-longhorn-agg.csv").write_text("server,gpu,class,perf\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "pal"
+    res = bench_pal(
+        data,
+        out,
+        workloads=[1],
+        configs=["packed", "pal", "auto-known"],
+        seeds=[0, 1],
+        penalties=[1.7, 3.0],
+        say=lambda m: None,
+    )
+    assert set(res["penalties"]) == {"1.7", "3"}
+    at = res["penalties"]["1.7"]
+    assert set(at["workloads"]["1"]) == {"packed", "pal", "auto-known"}
+    assert set(res["penalties"]["3"]["workloads"]["1"]) == {"packed", "pal"}  # the sweep: no auto
+    # one workload: the geomean ratio is the ratio of the means over seeds
+    runs = {}
+    for c in ("packed", "pal"):
+        rows = [json.loads(x) for x in (out / "workload-1" / "penalty1.7" / c / "runs.jsonl").read_text().splitlines()]
+        assert {r["comm"] for r in rows} == {"penalty:1.7"} and all(r["resettle"] for r in rows)
+        runs[c] = sum(r["avg_jct_s"] for r in rows) / len(rows)
+    assert at["geomean"]["pal/packed"][0] == pytest.approx(runs["pal"] / runs["packed"])
+    report = (out / "pal.md").read_text()
+    assert "## Locality penalty 1.7" in report and "pal/packed" in report and "auto-known/pal" in report
+    # resumed: a second call runs nothing again and reports the same
+    again = bench_pal(
+        data,
+        out,
+        workloads=[1],
+        configs=["packed", "pal", "auto-known"],
+        seeds=[0, 1],
+        penalties=[1.7, 3.0],
+        say=lambda m: None,
+    )
+    assert json.dumps(again["penalties"]) == json.dumps(res["penalties"])
+
+
+def test_pal_cluster_is_papers_shape():
+    c = pal_cluster()
+    assert [s.gpus for s in c.servers] == [4] * 16 and {s.gpu_type for s in c.servers} == {"V100"}
+    assert set(CONFIGS) == {"packed", "pm_first", "pal", "auto-known", "auto-estimated"}
