@@ -19,17 +19,20 @@ import numpy as np
 from placement.errors import MethodUnavailableError
 from placement.evaluation.bounds import bound_placing_all
 from placement.evaluation.evaluate import evaluate
-from placement.evaluation.ranking import best_placement
+from placement.evaluation.ranking import best_placement, placement_key
 from placement.formulations.index import index_instance
 from placement.formulations.transport import transport_lp
 from placement.methods.bruteforce import brute_force, estimate_size
+from placement.methods.gpu_search import gpu_search
 from placement.methods.greedy import greedy, price_guided_greedy, quick_greedy
 from placement.methods.local_search import LP_SHARE, bound_then_improve, local_search
 from placement.model.records import Assignment, Instance
 from placement.model.tolerances import IMPROVE_RTOL
 from placement.problem.arrays import arrays_of
+from placement.problem.gpus import is_factored
 from placement.problem.shards import complete_shards
 from placement.problem.topology import cluster_of
+from placement.solving.budget import checks_margin
 from placement.solving.options import Options, Outcome
 from placement.solving.registry import EXACT_PREFERENCE, get_method
 
@@ -39,6 +42,7 @@ __all__ = [
     "AUTO_CLASS_STEPS",
     "AUTO_EXACT_SIZE",
     "AUTO_EXACT_SHARE",
+    "AUTO_GPU_SHARE",
     "AUTO_QUICK_SIZE",
 ]
 
@@ -48,6 +52,9 @@ AUTO_EXACT_SIZE = 10_000
 """``auto`` runs an exact backend when the model has at most about this many variables."""
 AUTO_EXACT_SHARE = 0.7
 """Share of the time left that the exact backend gets when a start is known."""
+AUTO_GPU_SHARE = 0.5
+"""On an instance with per-GPU factors, the share of the time left after the exact step that
+the GPU-level search (:func:`~placement.methods.gpu_search.gpu_search`) gets."""
 AUTO_QUICK_SIZE = 4 * AUTO_EXACT_SIZE
 """An instance with over this many variables before reductions (far too large for the exact
 model) starts from :func:`quick_greedy`: at 10 s on fleet1g-4278 the plain greedy's pass
@@ -110,15 +117,26 @@ def auto(instance: Instance, opts: Options) -> Outcome:
         best, shards = _guided_rescue(instance, opts, path)
     if best is None:
         return Outcome(None, path=path, message=g.message)
+    gpu_level = is_factored(instance) and not any(j.is_ps or j.is_hybrid for j in instance.jobs)
+    tail = opts
+    if gpu_level:  # the GPU-level search gets its share of what is left
+        tail = opts.but(time_limit_s=opts.time_limit_s, budget=opts.budget.share(1.0 - AUTO_GPU_SHARE))
     fast = {}
     if quick is not None:  # a large fleet: classes as fine as the LP's time allows; a guided pass if one fits
         lp_s = LP_SHARE * opts.budget.left()
         fast = {"class_step": next(step for s, step in AUTO_CLASS_STEPS if lp_s >= s), "priced_room_s": 1.5 * took}
-    found, shards, tb = bound_then_improve(instance, opts, best, path, label="auto:", shards=shards, **fast)
+    found, shards, tb = bound_then_improve(instance, tail, best, path, label="auto:", shards=shards, **fast)
     best = found if found is not None else best
     if tb is not None:
         bound = tb if bound is None else max(bound, tb)
-    return Outcome(best, bound=bound, path=path, shards=shards)
+    gpus = None
+    if gpu_level:
+        end = opts.budget.before(checks_margin(opts.time_limit_s))
+        moved, chosen = gpu_search(instance, best, None, end.expired)
+        if placement_key(instance, moved, shards, chosen) < placement_key(instance, best, shards):
+            best, gpus = moved, chosen
+            path.append("auto:gpu_search")
+    return Outcome(best, bound=bound, path=path, shards=shards, gpus=gpus)
 
 
 def _meets_the_bound(instance: Instance, best: Assignment | None, shards: Assignment | None) -> float | None:
