@@ -408,6 +408,7 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument("--workloads", default="1,2,3,4,5,6,7,8")
     pl.add_argument("--configs", default=None, help="comma-separated [default: all]")
     pl.add_argument("--seeds", default="0,1,2", help="GPU layout seeds")
+    pl.add_argument("--sweep-seeds", default=None, help="the sweep's seeds [default: --seeds]")
     pl.add_argument("--penalties", default="1.7,1.0,1.5,2.0,2.5,3.0", help="the first is PAL's; the rest: the sweep")
     pl.add_argument("--own", default="benchmarks/pal-crosscheck/pal-own.json", help="PAL's own simulator's figures")
     pl.add_argument("--parallel", type=int, default=1)
@@ -443,6 +444,7 @@ def main(argv: list[str] | None = None) -> None:
             configs=chosen,
             seeds=[int(x) for x in a.seeds.split(",")],
             penalties=[float(x) for x in a.penalties.split(",")],
+            sweep_seeds=[int(x) for x in a.sweep_seeds.split(",")] if a.sweep_seeds else None,
             own=Path(a.own),
             parallel=a.parallel,
         )

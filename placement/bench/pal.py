@@ -8,10 +8,12 @@ factor for its job's class drawn from the Longhorn profiles (class A: ResNet-50,
 D: PageRank; a draw from the class's runs, laid out by the seed), no other straggler.
 
 Configurations (each over the layout seeds): ``packed`` (``consolidate``, the paper's Packed
-baseline), ``pm_first``, ``pal``, ``auto-known`` (``auto`` given the factors: ``oracle``) and
-``auto-estimated`` (``auto`` learning from iteration logs, starting from nothing).  With static
-factors and free moves, the clairvoyant reference is ``auto-known``.  The locality sweep runs
-packed, PM-First and PAL at penalties 1.0-3.0.
+baseline), ``pm_first``, ``pal``, ``auto-known`` (``auto`` given the factors: ``oracle``),
+``auto-estimated`` (``auto`` learning from iteration logs, starting from nothing) and
+``no-variability`` (packed on GPUs that are all alike: what the workload costs without the
+variability, the reference for how much of its cost a placement removes).  With static factors
+and free moves, the clairvoyant reference is ``auto-known``.  The locality sweep runs packed,
+PM-First and PAL at penalties 1.0-3.0 (on ``sweep_seeds``).
 
 Reported: mean JCT per workload with 95% bootstrap intervals over seeds; each method's gain over
 packed, ``1 - geomean over workloads of mean(method) / mean(packed)`` (PAL's README's figure), with
@@ -45,6 +47,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "pal": {"method": "pal", "knowledge": "oracle"},
     "auto-known": {"method": "auto", "knowledge": "oracle"},
     "auto-estimated": {"method": "auto", "knowledge": "estimated"},
+    "no-variability": {"method": "consolidate", "knowledge": "oracle", "variability": ()},
 }
 SWEPT = ("packed", "pm_first", "pal")
 OWN_NAMES = {"PAL": "pal", "PMFirst": "pm_first", "Default-Packed-NS": "packed"}
@@ -82,6 +85,7 @@ def _runs(
     configs: Sequence[str],
     penalties: Sequence[float],
     seeds: Sequence[int],
+    sweep_seeds: Sequence[int],
 ) -> list[tuple[tuple[int, str, float], Path, list[Any]]]:
     from placement.formats import dump_instance
     from placement.simulation.runner import SimRun
@@ -95,12 +99,12 @@ def _runs(
         trace = str((data / f"sia-philly-workload-{w}.csv").resolve())
         for f in penalties:
             for c in configs:
-                if f != PENALTY and c not in SWEPT:
+                if f != penalties[0] and c not in SWEPT:
                     continue
                 folder = out / f"workload-{w}" / f"penalty{f:g}" / c
                 runs = [
                     SimRun(str(cluster.resolve()), trace, {}, {**setup(data, f), **CONFIGS[c], "seed": s}, str(folder))
-                    for s in seeds
+                    for s in (seeds if f == penalties[0] else sweep_seeds)
                 ]
                 todo.append(((w, c, f), folder, runs))
     return todo
@@ -114,12 +118,14 @@ def bench_pal(
     configs: Sequence[str] = tuple(CONFIGS),
     seeds: Sequence[int] = (0, 1, 2),
     penalties: Sequence[float] = (PENALTY, *SWEEP),
+    sweep_seeds: Sequence[int] | None = None,
     own: Path | None = None,
     parallel: int = 1,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Run (resuming) every workload x configuration x seed at PAL's penalty, and packed, PM-First
-    and PAL at every penalty of ``penalties``; write ``out/pal.json`` and ``out/pal.md``."""
+    """Run (resuming) every workload x configuration x seed at the first of ``penalties`` (PAL's),
+    and packed, PM-First and PAL at the others on ``sweep_seeds`` (default: ``seeds``); write
+    ``out/pal.json`` and ``out/pal.md``."""
     from placement.simulation.runner import simulate_sweep
 
     missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
@@ -129,7 +135,8 @@ def bench_pal(
         raise FileNotFoundError(f"PAL's data is not there: {', '.join(missing)}")
     runs: dict[str, dict[str, dict[str, dict[int, float]]]] = {}
     failed: list[str] = []
-    for (w, c, f), folder, todo in _runs(data, out, workloads, configs, tuple(dict.fromkeys(penalties)), seeds):
+    sweep = tuple(seeds if sweep_seeds is None else sweep_seeds)
+    for (w, c, f), folder, todo in _runs(data, out, workloads, configs, tuple(dict.fromkeys(penalties)), seeds, sweep):
         rows = simulate_sweep(todo, folder, progress=False, parallel=parallel, say=say)
         got = {int(r["seed"]): float(r["avg_jct_s"]) for r in rows if r.get("status") == "finished"}
         for r in rows:
@@ -139,6 +146,7 @@ def bench_pal(
                 )
         runs.setdefault(f"{f:g}", {}).setdefault(str(w), {})[c] = got
     result = summarise(runs, seeds)
+    result["sweep_seeds"] = list(sweep)
     result["failed"] = failed
     for line in failed:
         say(f"not finished: {line}")
@@ -184,10 +192,13 @@ def summarise(runs: dict[str, dict[str, dict[str, dict[int, float]]]], seeds: Se
         }
         ratios: dict[str, Any] = {}
         for c in CONFIGS:
-            if c != "packed":
+            if c not in ("packed", "no-variability"):
                 ratios[f"{c}/packed"] = geomean_ratio(per, c, "packed")
             if c.startswith("auto"):
                 ratios[f"{c}/pal"] = geomean_ratio(per, c, "pal")
+        for c in CONFIGS:  # what the GPUs' variability costs each: its JCT over the uniform GPUs'
+            if c != "no-variability":
+                ratios[f"{c}/no-variability"] = geomean_ratio(per, c, "no-variability")
         worst = {}
         for c in ("auto-known", "auto-estimated"):
             r = [
@@ -230,8 +241,10 @@ def pal_report(result: dict[str, Any]) -> str:
     simulator's figures where known."""
     own = result.get("own", {})
     lines = [
-        f"Seeds (GPU layouts) {', '.join(map(str, result['seeds']))}; mean JCT in seconds, mean over seeds "
-        "[95% bootstrap interval]; gain = 1 - geomean over workloads of mean(method) / mean(packed).",
+        f"Seeds (GPU layouts) {', '.join(map(str, result['seeds']))} (the sweep's: "
+        f"{', '.join(map(str, result.get('sweep_seeds', result['seeds'])))}); mean JCT in seconds, mean over seeds "
+        "[95% bootstrap interval]; ratio: geomean over workloads of mean(method) / mean(other); gain: 1 - ratio; "
+        "against no-variability, the ratio less 1 is what the GPUs' variability costs the method.",
         "",
     ]
     for f, part in sorted(result["penalties"].items(), key=lambda kv: float(kv[0])):
@@ -262,7 +275,8 @@ def pal_report(result: dict[str, Any]) -> str:
             if ws:
                 g = float(np.exp(np.mean([np.log(mine[w][num] / mine[w][den]) for w in ws])))
                 ref = f"{g:.3f} ({len(ws)} workloads)"
-            lines.append(f"| {k} | {_ci(v)} | {_ci(v, pct=True)} | {ref} |")
+            gain = f"cost {100 * (v[0] - 1):+.1f}%" if den == "no-variability" else _ci(v, pct=True)
+            lines.append(f"| {k} | {_ci(v)} | {gain} | {ref} |")
         for c, (r, w) in part.get("worst_vs_pal", {}).items():
             lines.append(f"\n{c}: worst workload against PAL: {r:.3f}x (workload {w})")
         lines.append("")

@@ -52,14 +52,19 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
         data,
         out,
         workloads=[1],
-        configs=["packed", "pal", "auto-known"],
+        configs=["packed", "pal", "auto-known", "no-variability"],
         seeds=[0, 1],
         penalties=[1.7, 3.0],
+        sweep_seeds=[0],
         say=lambda m: None,
     )
     assert set(res["penalties"]) == {"1.7", "3"}
+    assert res["penalties"]["3"]["workloads"]["1"]["pal"]["seeds"] == [0]  # the sweep's seeds
+    # the uniform GPUs' run has no factors, and its layout seed changes nothing
+    nov = res["penalties"]["1.7"]["workloads"]["1"]["no-variability"]["mean"]
+    assert nov[1] == pytest.approx(nov[2])
     at = res["penalties"]["1.7"]
-    assert set(at["workloads"]["1"]) == {"packed", "pal", "auto-known"}
+    assert set(at["workloads"]["1"]) == {"packed", "pal", "auto-known", "no-variability"}
     assert set(res["penalties"]["3"]["workloads"]["1"]) == {"packed", "pal"}  # the sweep: no auto
     # one workload: the geomean ratio is the ratio of the means over seeds
     runs = {}
@@ -75,9 +80,10 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
         data,
         out,
         workloads=[1],
-        configs=["packed", "pal", "auto-known"],
+        configs=["packed", "pal", "auto-known", "no-variability"],
         seeds=[0, 1],
         penalties=[1.7, 3.0],
+        sweep_seeds=[0],
         say=lambda m: None,
     )
     assert json.dumps(again["penalties"]) == json.dumps(res["penalties"])
@@ -86,4 +92,5 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
 def test_pal_cluster_is_papers_shape():
     c = pal_cluster()
     assert [s.gpus for s in c.servers] == [4] * 16 and {s.gpu_type for s in c.servers} == {"V100"}
-    assert set(CONFIGS) == {"packed", "pm_first", "pal", "auto-known", "auto-estimated"}
+    assert set(CONFIGS) == {"packed", "pm_first", "pal", "auto-known", "auto-estimated", "no-variability"}
+    assert CONFIGS["no-variability"]["variability"] == ()
