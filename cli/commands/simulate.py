@@ -23,6 +23,7 @@ from placement.model.records import OBJECTIVES
 from placement.simulation.config import (
     CHANGE_POINTS,
     DECISION_TIME_LIMIT_S,
+    DECISION_WEIGHTS,
     QUEUES,
     RATIO_TO,
     REPLAN_EVENTS,
@@ -205,6 +206,14 @@ class CommMode(click.ParamType):
     type=FiniteRange(min=0, min_open=True),
     default=None,
     help="Decide every S seconds instead of at every arrival and completion.",
+)
+@click.option(
+    "--decision-weight",
+    type=click.Choice(DECISION_WEIGHTS),
+    default="trace",
+    show_default=True,
+    help="How placement decisions weigh jobs: the trace's weights, or srpt (GPUs over remaining seconds: the "
+    "job nearest its end gets the fast GPUs).",
 )
 @click.option(
     "--resettle/--sticky",
@@ -428,6 +437,7 @@ def simulate(
     variability_draw: str,
     prove: bool,
     round_s: float | None,
+    decision_weight: str,
     resettle: bool,
     estimate_every_s: float,
     max_jobs: int | None,
@@ -519,6 +529,7 @@ def simulate(
         "variability_draw": variability_draw,
         "round_s": round_s,
         "resettle": resettle,
+        "decision_weight": decision_weight,
         "estimate_every_s": estimate_every_s,
         "replan": replan,
         "replan_every_s": replan_every_s,

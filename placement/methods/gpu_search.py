@@ -13,7 +13,9 @@ and locality penalty, its weight), by steps that lower the objective, most-at-st
   nearest the job's size), the better of these, its own GPUs counted as free;
 - **move one worker** from a GPU that sets its pace on a server (the largest factor there) to a
   faster free GPU anywhere it may run;
-- **swap** such a GPU with a faster one another job holds, when the two jobs' terms together fall.
+- **swap** such a GPU with a faster one another job holds, when the two jobs' terms together fall;
+- **exchange** all of a job's GPUs at or above a factor level for another job's faster ones (a
+  job holding two slow GPUs gains nothing from losing one).
 
 Parameter-server and hybrid-parallel jobs, and jobs whose GPUs were given, stay as they are.
 CPU, memory, ``max_servers``, GPU type, ``allowed_servers`` and reachability are kept.  One
@@ -38,6 +40,8 @@ __all__ = ["gpu_search", "CANDIDATES"]
 
 CANDIDATES = 8
 """Faster GPUs tried per step (the fastest first)."""
+EXCHANGE_LEVELS = 3
+"""Factor levels of a job's slowest GPUs an exchange tries (the slowest first)."""
 
 Held = dict[int, tuple[int, ...]]
 """A job's GPUs: server position -> indices."""
@@ -223,13 +227,47 @@ class _Search:
                     best = (gain, other, mine, yours)
         if best is None:
             return False
-        _, other, mine, yours = best
+        self._trade(jp, *best[1:])
+        return True
+
+    def exchange(self, jp: int) -> bool:
+        """Trade all of ``jp``'s GPUs at or above a factor level (for its class) for as many of
+        another job's GPUs below it, the fastest for ``jp`` first: one slow GPU less does not
+        lower a job's pace while it holds another as slow, so single swaps stall there."""
+        old = self.held[jp]
+        ok = self.allowed[jp]
+        levels = sorted({self.factor(jp, sp, g) for sp, ids in old.items() for g in ids}, reverse=True)
+        best: tuple[float, int, Held, Held] | None = None
+        for tau in levels[:EXCHANGE_LEVELS]:
+            give = [(sp, g) for sp, ids in old.items() for g in ids if self.factor(jp, sp, g) >= tau]
+            for other in self.movable:
+                if other == jp:
+                    continue
+                was = self.held[other]
+                if not all(self.allowed[other][sp] for sp, _ in give):
+                    continue
+                take = sorted((self.factor(jp, sq, g), sq, g) for sq, gs in was.items() if ok[sq] for g in gs)
+                take = [t for t in take if t[0] < tau][: len(give)]
+                if len(take) < len(give):
+                    continue
+                mine = _moved(old, give, [(sq, g) for _, sq, g in take])
+                yours = _moved(was, [(sq, g) for _, sq, g in take], give)
+                if not (self.fits(jp, old, mine) and self.fits(other, was, yours)):
+                    continue
+                gain = self.cost_of[jp] + self.cost_of[other] - self.cost(jp, mine) - self.cost(other, yours)
+                if gain > _eps(self.cost_of[jp] + self.cost_of[other]) and (best is None or gain > best[0]):
+                    best = (gain, other, mine, yours)
+        if best is None:
+            return False
+        self._trade(jp, *best[1:])
+        return True
+
+    def _trade(self, jp: int, other: int, mine: Held, yours: Held) -> None:
         c_mine, c_yours = self.cost(jp, mine), self.cost(other, yours)
         self.apply(jp, {}, self.cost_of[jp])  # release both, then take: their GPUs cross
         self.apply(other, {}, self.cost_of[other])
         self.apply(jp, mine, c_mine)
         self.apply(other, yours, c_yours)
-        return True
 
     def _best_of(self, jp: int, old: Held, cands: list[Held]) -> bool:
         best: tuple[float, Held] | None = None
@@ -256,6 +294,15 @@ class _Search:
         return assignment, gpus
 
 
+def _moved(held: Held, out: list[tuple[int, int]], into: list[tuple[int, int]]) -> Held:
+    """``held`` less the GPUs ``out``, plus ``into`` (each ``(server, index)``)."""
+    gone = set(out)
+    new: dict[int, list[int]] = {sp: [g for g in ids if (sp, g) not in gone] for sp, ids in held.items()}
+    for sp, g in into:
+        new.setdefault(sp, []).append(g)
+    return {sp: tuple(sorted(ids)) for sp, ids in new.items() if ids}
+
+
 def _eps(x: float) -> float:
     return 1e-9 * abs(x) + 1e-12
 
@@ -277,10 +324,9 @@ def gpu_search(
         for jp in sorted(s.movable, key=lambda j: (-s.cost_of[j], j)):
             if stop():
                 return s.result()
-            for step in (s.whole, s.worker, s.swap):
+            for step in (s.whole, s.worker, s.swap, s.exchange):
                 while step(jp):
                     improved = True
                     if stop():
                         return s.result()
     return s.result()
-

@@ -21,6 +21,7 @@ __all__ = [
     "SimResult",
     "KNOWLEDGE",
     "CHANGE_POINTS",
+    "DECISION_WEIGHTS",
     "MOVE_MARGIN",
     "QUEUED_MOVE_MARGIN",
     "PATIENCE",
@@ -45,6 +46,8 @@ future itself (``hindsight``: each server's realised path over the job's horizon
 :mod:`placement.simulation.hindsight`).  The last two are references for what prediction could
 reach, not something a scheduler can have."""
 PLAN_BY = ("forecast", "expected", "rate", "duration")
+DECISION_WEIGHTS = ("trace", "srpt")
+"""How a placement decision weighs its jobs (:attr:`SimConfig.decision_weight`)."""
 RATE_CYCLES = 3.0
 """``plan_by="duration"``: a job whose ideal duration spans this many mean slow-state cycles
 is planned at its servers' steady rates."""
@@ -246,6 +249,12 @@ class SimConfig:
     """What a decision minimises (:data:`~placement.model.records.OBJECTIVES`): the weighted
     expected iteration time, or ``weighted_expected_jct``, each job weighed by its iterations
     (at arrival, its whole remaining work: a long job gets the fast servers first)."""
+    decision_weight: str = "trace"
+    """How a placement decision weighs the jobs it places (:data:`DECISION_WEIGHTS`): by the
+    trace's weights (``trace``), or ``srpt``: each job's weight times its GPUs over its remaining
+    straggler-free seconds, so that where jobs compete for the fast GPUs the one nearest its end,
+    per GPU it holds, gets them (shortest remaining processing time, for mean JCT).  With
+    ``resettle`` rounds, every running job's remaining work is counted at each round."""
     plan_by: str = "forecast"
     """What a decision's expected iteration time is computed from: each server's forecast
     over the job's horizon (``forecast``, the default: with ``estimated`` knowledge, from the
@@ -318,6 +327,7 @@ class SimConfig:
             ("queue", QUEUES),
             ("variability_draw", DRAWS),
             ("objective", OBJECTIVES),
+            ("decision_weight", DECISION_WEIGHTS),
         )
         for name, allowed in choices:
             v = getattr(self, name)

@@ -28,6 +28,7 @@ from placement.simulation.observations import DecisionLog
 from placement.simulation.queues import Candidate, QueuePolicy
 from placement.simulation.running import (
     Running,
+    advance,
     isolated_s,
     problem_job,
 )
@@ -118,6 +119,19 @@ class Policy:
         raise NotImplementedError
 
     # --------------------------------------------------------- decisions
+    def _weighed(self, jobs: Sequence[TraceJob]) -> list[TraceJob]:
+        """``jobs`` as a placement decision weighs them (:attr:`SimConfig.decision_weight`)."""
+        if self.cfg.decision_weight == "trace":
+            return list(jobs)
+        out = []
+        for j in jobs:
+            was = self.running.get(j.id) or self.suspended.get(j.id)
+            if was is not None and j.id in self.running:
+                advance(was, self.now)
+            left = max(1.0, j.iterations - (was.progress if was is not None else 0.0))
+            out.append(dataclasses.replace(j, weight=j.weight * j.workers * 1000.0 / (left * j.compute_ms)))
+        return out
+
     def _decision_instance(
         self,
         jobs: Sequence[TraceJob],
@@ -296,7 +310,7 @@ class Policy:
                 break
         if not offer:
             return set(), 0, 0
-        inst = self._decision_instance(offer, free)
+        inst = self._decision_instance(self._weighed(offer), free)
         w0 = time.perf_counter()
         sol = solve(
             inst,

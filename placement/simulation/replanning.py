@@ -358,7 +358,8 @@ class Replanning(Policy):
         placed elsewhere moves (paying ``restart_s``), one not placed is preempted (it pays its
         restart when it resumes); a queued job placed starts.  A round after which nothing but
         time passed (no arrival, completion, estimate or change of the truth) and which would
-        offer the same jobs in the same order is skipped: its instance would be the same."""
+        offer the same jobs in the same order is skipped when the trace's weights are the
+        decision's: its instance would be the same."""
         free = self.free.copy()
         for r in self.running.values():
             for sp, k in r.alloc.items():
@@ -373,7 +374,7 @@ class Replanning(Policy):
             elif self.policy.strict:
                 break
         key = tuple(j.id for j in offer)
-        if not self.touched and key == self.resettled:
+        if not self.touched and key == self.resettled and self.cfg.decision_weight == "trace":
             return  # nothing but time passed since the last round: it would decide the same
         self.touched, self.resettled = False, key
         for r in [r for r in self.running.values() if r.tj.id not in key]:
@@ -384,7 +385,7 @@ class Replanning(Policy):
         for r in self.running.values():
             for sp, k in r.alloc.items():
                 free[sp] += k
-        inst = self._decision_instance(offer, free)
+        inst = self._decision_instance(self._weighed(offer), free)
         w0 = time.perf_counter()
         sol = solve(
             inst,

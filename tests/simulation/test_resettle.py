@@ -80,3 +80,29 @@ def test_a_job_the_order_leaves_out_is_preempted_and_resumes_with_its_progress()
 def test_resettle_needs_rounds():
     with pytest.raises(InvalidInputError, match="resettle needs round_s"):
         simulate(_fast_and_slow(), TWO, method="greedy", dynamics="none", resettle=True)
+
+
+def test_srpt_weights_give_the_fast_gpu_to_the_job_nearest_its_end():
+    # both start at the first round (t=50): "long" (2,000 s of work) arrived first, "short" (100 s)
+    # second; srpt gives short the fast GPU, then long moves there once short is done
+    w = Workload(
+        (TraceJob("long", 0.0, 1, 20_000, 100.0, 0.0), TraceJob("short", 1.0, 1, 1_000, 100.0, 0.0)),
+        "long and short",
+        {},
+    )
+    r = simulate(
+        _fast_and_slow(),
+        w,
+        method="auto",
+        knowledge="oracle",
+        dynamics="none",
+        round_s=50.0,
+        resettle=True,
+        restart_s=0.0,
+        decision_weight="srpt",
+    )
+    assert _jct(r, "short") == pytest.approx(150.0 - 1.0)
+    # long: 100 s at 200 ms (500 iterations), then 19,500 at 100 ms from t=150
+    assert _jct(r, "long") == pytest.approx(150.0 + 1_950.0)
+    with pytest.raises(InvalidInputError, match="decision_weight"):
+        simulate(_fast_and_slow(), w, method="greedy", dynamics="none", decision_weight="lifo")
