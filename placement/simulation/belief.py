@@ -77,10 +77,16 @@ class Belief:
         self.mean_episode_s = mean_episode_s
         self.update(None)
 
-    def update(self, estimates: Mapping[str, Slowdown] | None, forecaster: Forecaster | None = None) -> None:
+    def update(
+        self,
+        estimates: Mapping[str, Slowdown] | None,
+        forecaster: Forecaster | None = None,
+        gpu_factors: Mapping[int, Mapping[str, tuple[float, ...]]] | None = None,
+    ) -> None:
         """Believe ``estimates`` (``estimated`` knowledge; servers without one keep the
         cluster's law), or what the knowledge gives without them; with a ``forecaster``
-        (``plan_by="forecast"``), each job sees its forecasts over its horizon."""
+        (``plan_by="forecast"``), each job sees its forecasts over its horizon.  ``gpu_factors``
+        (``estimated``: per server position, the per-GPU factors learnt) replace the hidden ones."""
         self.forecaster = forecaster
         self.horizon_cache: dict[float, Mapping[str, Slowdown]] = {}
         k = self.knowledge
@@ -92,9 +98,15 @@ class Belief:
             servers = tuple(
                 dataclasses.replace(s, slowdown=estimates.get(s.id, s.slowdown)) for s in self.cluster.servers
             )
-        self.factors = k in ("oracle", "clairvoyant", "hindsight") and any(s.has_gpu_factors for s in servers)
-        """Whether decisions see the per-GPU factors (static truth: given with oracle knowledge, else not)."""
-        if not self.factors and any(s.gpu_slowdowns for s in servers):
+        learnt = gpu_factors if k == "estimated" and gpu_factors else None
+        self.factors = bool(learnt) or (
+            k in ("oracle", "clairvoyant", "hindsight") and any(s.has_gpu_factors for s in servers)
+        )
+        """Whether decisions see per-GPU factors: the hidden ones (given with oracle knowledge), or
+        those learnt (``estimated``)."""
+        if learnt:
+            servers = tuple(dataclasses.replace(s, gpu_slowdowns=learnt.get(sp, {})) for sp, s in enumerate(servers))
+        elif not self.factors and any(s.gpu_slowdowns for s in servers):
             servers = tuple(dataclasses.replace(s, gpu_slowdowns={}) for s in servers)
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
         self.servers: tuple[Server, ...] = servers

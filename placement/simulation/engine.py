@@ -48,7 +48,7 @@ from placement.simulation.config import (
 from placement.simulation.decisions import Floors, refit_belief
 from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import server_looks
-from placement.simulation.gpu_book import GpuBook, with_variability
+from placement.simulation.gpu_book import GpuBook, GpuLearner, with_variability
 from placement.simulation.hindsight import Lookahead
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, DecisionLog, IterationLog
@@ -104,6 +104,7 @@ class _Simulation(Replanning):
             cluster = cluster.replace(locality_penalty=penalty)
         self.cluster = cluster
         self.book = GpuBook(cluster, knows_factors=cfg.knowledge in ("oracle", "clairvoyant", "hindsight"))
+        self.learner = GpuLearner(cluster) if self.book and cfg.knowledge == "estimated" else None
         self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg
         self.jobs = list(workload.jobs)
@@ -484,6 +485,8 @@ class _Simulation(Replanning):
             if seen is None:
                 continue
             sps, d, ratio = seen
+            if self.learner is not None and not r.stages:  # each worker at its own GPU's factor
+                d = self.learner.observe(self.book, r.tj, sps, d, ratio, self.belief.means(), self.now)
             rows["job"] += [self.job_code[r.tj.id]] * len(sps)
             rows["worker"] += list(range(len(sps)))
             rows["server"] += sps.tolist()
@@ -519,7 +522,7 @@ class _Simulation(Replanning):
             previous=self.belief.forecaster,
             kept=kept,
         )
-        self.belief.update(laws, forecaster)
+        self.belief.update(laws, forecaster, self.learner.factors() if self.learner is not None else None)
         self.template = None
         if self.decisions is not None:
             self.decisions.write({"kind": "refit", "t": self.now})
@@ -550,6 +553,8 @@ class _Simulation(Replanning):
             jobs_profiled=self.profiled,
             wall_s=wall,
         )
+        if self.learner is not None:
+            summary["gpu_rank_corr"], summary["gpu_rank_corr_day1"] = self.learner.rank_corr(), self.learner.day1
         if len(rows) != len(self.jobs):
             raise SimulationError(f"{len(self.jobs) - len(rows)} job(s) never finished")
         return SimResult(

@@ -17,10 +17,12 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.gpu_profiles import apply_gpu_profiles, read_gpu_profiles
+from placement.model.records import ANY_CLASS as ANY
 from placement.model.records import Instance
 from placement.problem.gpus import factored_servers
+from placement.simulation.workload import TraceJob
 
-__all__ = ["GpuBook", "with_variability"]
+__all__ = ["GpuBook", "GpuLearner", "with_variability"]
 
 
 def with_variability(cluster: Instance, specs: Sequence[str], seed: int, draw: str = "medians") -> Instance:
@@ -98,3 +100,95 @@ class GpuBook:
         if not worst:
             return a
         return a * np.array([worst.get(int(sp), 1.0) for sp in sps])
+
+    def per_worker(self, job: str, sps: np.ndarray, app_class: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each worker's GPU (``-1`` off the factored servers), its factor and its server's
+        ``f*``, for workers listed by server as ``sps`` (a server's workers on its GPUs in
+        index order)."""
+        mine = self.jobs.get(job, {})
+        gpus = np.full(len(sps), -1, dtype=np.int64)
+        own, star = np.ones(len(sps)), np.ones(len(sps))
+        seen: dict[int, int] = {}
+        for w, sp in enumerate(sps.tolist()):
+            ids = mine.get(sp)
+            if not ids:
+                continue
+            k = seen.get(sp, 0)
+            seen[sp] = k + 1
+            f = self.cluster.servers[sp].gpu_factors(app_class)
+            gpus[w], own[w], star[w] = ids[k % len(ids)], f[ids[k % len(ids)]], max(f[g] for g in ids)
+        return gpus, own, star
+
+
+class GpuLearner:
+    """Per-GPU factors learnt online (``estimated`` knowledge) from each worker's logged time over
+    its job's profiled straggler-free time there, divided by its server's believed mean slowdown
+    (so that a server's episodes are the server's): per GPU and application class, the geometric
+    mean of those ratios, shrunk towards 1 (the median GPU) by :data:`PRIOR` pseudo-observations.
+    GPUs no job has run on stay at 1.  A worker's own GPU shows in its own time (the iteration
+    waits for the slowest, each worker's compute does not), as in per-rank traces."""
+
+    PRIOR = 2.0
+    DAY_S = 86_400.0
+
+    def __init__(self, cluster: Instance) -> None:
+        self.cluster = cluster
+        self.log_sum: dict[tuple[int, int, str], float] = {}
+        self.count: dict[tuple[int, int, str], int] = {}
+        self.day1: float | None = None
+        """:meth:`rank_corr` at the first observation past one simulated day."""
+        self.day1_taken = False
+
+    def observe(
+        self,
+        book: GpuBook,
+        tj: TraceJob,
+        sps: np.ndarray,
+        d: np.ndarray,
+        ratio: np.ndarray,
+        means: np.ndarray,
+        now: float,
+    ) -> np.ndarray:
+        """Learn from one logged iteration of ``tj`` at ``now`` (its workers' servers ``sps``,
+        times ``d`` at their server's ``f*`` and ratios to its profiled time there); returns each
+        worker's time at its own GPU's factor (what the log shows)."""
+        if now >= self.DAY_S and not self.day1_taken:
+            self.day1, self.day1_taken = self.rank_corr(), True
+        gpus, own, star = book.per_worker(tj.id, sps, tj.app_class)
+        self.add(sps, gpus, tj.app_class, ratio * own / means[sps])
+        return d * own / star
+
+    def add(self, sps: np.ndarray, gpus: np.ndarray, app_class: str | None, ratios: np.ndarray) -> None:
+        """Record each worker's ratio (its time over its profiled straggler-free time at factor
+        1, over its server's believed mean) against its GPU (``-1``: none to learn)."""
+        cls = app_class if app_class is not None else ANY
+        for sp, g, r in zip(sps.tolist(), gpus.tolist(), np.log(ratios).tolist()):
+            if g >= 0:
+                key = (sp, g, cls)
+                self.log_sum[key] = self.log_sum.get(key, 0.0) + r
+                self.count[key] = self.count.get(key, 0) + 1
+
+    def estimate(self, key: tuple[int, int, str]) -> float:
+        return float(np.exp(self.log_sum[key] / (self.count[key] + self.PRIOR)))
+
+    def factors(self) -> dict[int, dict[str, tuple[float, ...]]]:
+        """Per server position, ``gpu_slowdowns`` as learnt so far (servers with none left out)."""
+        out: dict[int, dict[str, list[float]]] = {}
+        for sp, g, cls in self.count:
+            rows = out.setdefault(sp, {})
+            row = rows.setdefault(cls, [1.0] * self.cluster.servers[sp].gpus)
+            row[g] = self.estimate((sp, g, cls))
+        return {sp: {c: tuple(v) for c, v in rows.items()} for sp, rows in out.items()}
+
+    def rank_corr(self) -> float | None:
+        """Spearman's rank correlation of the learnt factors with the hidden ones, over the
+        (GPU, class) pairs observed (``None`` with fewer than 3)."""
+        keys = sorted(self.count)
+        if len(keys) < 3:
+            return None
+        learnt = np.array([self.estimate(k) for k in keys])
+        hidden = np.array([self.cluster.servers[sp].gpu_factors(None if c == ANY else c)[g] for sp, g, c in keys])
+        ranks = [np.argsort(np.argsort(v, kind="stable"), kind="stable").astype(float) for v in (learnt, hidden)]
+        if min(r.std() for r in ranks) == 0:
+            return None
+        return float(np.corrcoef(ranks[0], ranks[1])[0, 1])
