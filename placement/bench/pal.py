@@ -139,6 +139,7 @@ def bench_pal(
         raise FileNotFoundError(f"PAL's data is not there: {', '.join(missing)}")
     runs: dict[str, dict[str, dict[str, dict[int, float]]]] = {}
     failed: list[str] = []
+    ranks: dict[str, dict[str, list[float]]] = {}
     sweep = tuple(seeds if sweep_seeds is None else sweep_seeds)
     for (w, c, f), folder, todo in _runs(data, out, workloads, configs, tuple(dict.fromkeys(penalties)), seeds, sweep):
         rows = simulate_sweep(todo, folder, progress=False, parallel=parallel, say=say)
@@ -149,8 +150,13 @@ def bench_pal(
                     f"workload {w} {c} penalty {f:g} seed {r.get('seed')}: {r.get('status')}: {r.get('error')}"
                 )
         runs.setdefault(f"{f:g}", {}).setdefault(str(w), {})[c] = got
+        for r in rows:  # learning the factors: how the learnt ones rank the GPUs
+            for k in ("gpu_rank_corr_day1", "gpu_rank_corr"):
+                if r.get("status") == "finished" and r.get(k) is not None:
+                    ranks.setdefault(c, {}).setdefault(k, []).append(float(r[k]))
     result = summarise(runs, seeds)
     result["sweep_seeds"] = list(sweep)
+    result["rank_corr"] = {c: {k: bootstrap_mean(v) for k, v in by.items()} for c, by in ranks.items()}
     result["failed"] = failed
     for line in failed:
         say(f"not finished: {line}")
@@ -284,5 +290,12 @@ def pal_report(result: dict[str, Any]) -> str:
         for c, (r, w) in part.get("worst_vs_pal", {}).items():
             lines.append(f"\n{c}: worst workload against PAL: {r:.3f}x (workload {w})")
         lines.append("")
+    for c, by in result.get("rank_corr", {}).items():
+        for k, label in (("gpu_rank_corr_day1", "after one simulated day"), ("gpu_rank_corr", "at the end")):
+            if k in by:
+                lines.append(
+                    f"- {c}: Spearman correlation of the learnt per-GPU factors with the hidden ones {label} "
+                    f"(GPUs and classes that ran jobs): {_ci(by[k])} over runs"
+                )
     lines += [f"- not finished: {x}" for x in result.get("failed", [])]
     return "\n".join(lines) + "\n"

@@ -52,19 +52,22 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
         data,
         out,
         workloads=[1],
-        configs=["packed", "pal", "auto-known", "no-variability"],
+        configs=["packed", "pal", "auto-known", "auto-estimated", "no-variability"],
         seeds=[0, 1],
         penalties=[1.7, 3.0],
         sweep_seeds=[0],
         say=lambda m: None,
     )
     assert set(res["penalties"]) == {"1.7", "3"}
+    # learning the factors online: the learnt ones rank the GPUs the jobs ran on
+    assert set(res["rank_corr"]) == {"auto-estimated"}
+    assert -1.0 <= res["rank_corr"]["auto-estimated"]["gpu_rank_corr"][0] <= 1.0
     assert res["penalties"]["3"]["workloads"]["1"]["pal"]["seeds"] == [0]  # the sweep's seeds
     # the uniform GPUs' run has no factors, and its layout seed changes nothing
     nov = res["penalties"]["1.7"]["workloads"]["1"]["no-variability"]["mean"]
     assert nov[1] == pytest.approx(nov[2])
     at = res["penalties"]["1.7"]
-    assert set(at["workloads"]["1"]) == {"packed", "pal", "auto-known", "no-variability"}
+    assert set(at["workloads"]["1"]) == {"packed", "pal", "auto-known", "auto-estimated", "no-variability"}
     assert set(res["penalties"]["3"]["workloads"]["1"]) == {"packed", "pal"}  # the sweep: no auto
     # one workload: the geomean ratio is the ratio of the means over seeds
     runs = {}
@@ -75,12 +78,13 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
     assert at["geomean"]["pal/packed"][0] == pytest.approx(runs["pal"] / runs["packed"])
     report = (out / "pal.md").read_text()
     assert "## Locality penalty 1.7" in report and "pal/packed" in report and "auto-known/pal" in report
+    assert "Spearman correlation of the learnt per-GPU factors" in report
     # resumed: a second call runs nothing again and reports the same
     again = bench_pal(
         data,
         out,
         workloads=[1],
-        configs=["packed", "pal", "auto-known", "no-variability"],
+        configs=["packed", "pal", "auto-known", "auto-estimated", "no-variability"],
         seeds=[0, 1],
         penalties=[1.7, 3.0],
         sweep_seeds=[0],
