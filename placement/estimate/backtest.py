@@ -66,7 +66,7 @@ def split_log(log: LogData, fraction: float) -> tuple[LogData, LogData]:
         sel = log.job == j
         cut = np.quantile(log.iteration[sel], fraction)
         train |= sel & (log.iteration <= cut)
-    pick = lambda m: LogData(log.job[m], log.server[m], log.iteration[m], log.duration[m])  # noqa: E731
+    pick = log.rows
     return pick(train), pick(~train)
 
 

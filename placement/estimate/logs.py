@@ -5,7 +5,6 @@ recency-weighted, shrunk towards the fleet by Beta/Dirichlet priors (see
 from __future__ import annotations
 
 import csv
-import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,12 +26,15 @@ __all__ = [
     "LogError",
     "read_iteration_log",
     "read_pai",
+    "joined_logs",
+    "gpu_factors_from_logs",
     "ratios",
     "median_ratios",
     "ServerEstimate",
     "estimate_from_logs",
     "estimate_from_ratios",
     "HALF_LIFE",
+    "GPU_PRIOR",
     "PRIOR_STRENGTH",
     "SHAPE_STRENGTH",
 ]
@@ -51,6 +53,18 @@ class LogData:
     server: np.ndarray
     iteration: np.ndarray
     duration: np.ndarray
+    gpu: np.ndarray | None = None
+    """Each row's GPU index on its server (``-1``: not said); ``None`` when no file said any."""
+
+    def rows(self, keep: np.ndarray) -> LogData:
+        """The rows ``keep`` selects."""
+        return LogData(
+            self.job[keep],
+            self.server[keep],
+            self.iteration[keep],
+            self.duration[keep],
+            None if self.gpu is None else self.gpu[keep],
+        )
 
 
 def read_iteration_log(
@@ -58,8 +72,9 @@ def read_iteration_log(
 ) -> LogData:
     """Read a CSV of per-worker iteration times; every bad row is reported with its line.
 
-    ``columns`` maps the canonical names (``job, worker, server, iteration, duration``) to
-    the file's; ``job`` gives the job id for files of a single job without that column.
+    ``columns`` maps the canonical names (``job, worker, server, iteration, duration``, and
+    the optional ``gpu``: the worker's GPU index on its server) to the file's; ``job`` gives the
+    job id for files of a single job without that column.
     """
     cols = {
         "job": "job",
@@ -67,6 +82,7 @@ def read_iteration_log(
         "server": "server",
         "iteration": "iteration",
         "duration": "duration",
+        "gpu": "gpu",
         **(columns or {}),
     }
     p = Path(path)
@@ -79,7 +95,8 @@ def read_iteration_log(
             raise LogError(
                 [f"missing column(s) {', '.join(repr(cols[k]) for k in need)}; the header has {header}"], source=str(p)
             )
-        js, ss, its, ds, problems = [], [], [], [], []
+        has_gpu = cols["gpu"] in header
+        js, ss, its, ds, gs, problems = [], [], [], [], [], []
         for line, row in enumerate(reader, start=2):
             jid = job if job else (row.get(cols["job"]) or "").strip()
             worker = (row.get(cols["worker"]) or "").strip()
@@ -100,6 +117,12 @@ def read_iteration_log(
                 d = cell_number(row.get(cols["duration"]), minimum=0, exclusive_minimum=True)
             except CellError as e:
                 bad.append(f"{cols['duration']} {e}")
+            g = -1.0
+            if has_gpu and (row.get(cols["gpu"]) or "").strip():
+                try:
+                    g = cell_number(row.get(cols["gpu"]), integer=True, minimum=0)
+                except CellError as e:
+                    bad.append(f"{cols['gpu']} {e}")
             if bad:
                 problems.append(f"{p.name} row {line}: " + "; ".join(bad))
                 continue
@@ -107,10 +130,12 @@ def read_iteration_log(
             ss.append(server)
             its.append(int(it))
             ds.append(d)
+            gs.append(int(g))
     raise_problems(problems, str(p), LogError)
     if not ds:
         raise LogError([f"{p.name}: no rows"], source=str(p))
-    return LogData(np.array(js), np.array(ss), np.array(its, dtype=np.int64), np.array(ds, dtype=float))
+    gpu = np.array(gs, dtype=np.int64) if has_gpu else None
+    return LogData(np.array(js), np.array(ss), np.array(its, dtype=np.int64), np.array(ds, dtype=float), gpu)
 
 
 def read_pai(paths: Sequence[str | os.PathLike[str]]) -> LogData:
@@ -118,11 +143,23 @@ def read_pai(paths: Sequence[str | os.PathLike[str]]) -> LogData:
     the job is the file name, each worker its own server ``<job>/w<worker>``."""
     parts = [
         read_iteration_log(
-            p, job=Path(p).stem.replace("_norm", ""), columns={"iteration": "time", "duration": "batch_time_norm"}
+            p,
+            job=Path(p).stem.replace("_norm", ""),
+            # PAI's ``gpu`` column is not a GPU index
+            columns={"iteration": "time", "duration": "batch_time_norm", "gpu": "\x00"},
         )
         for p in paths
     ]
-    return LogData(*(np.concatenate([getattr(x, f.name) for x in parts]) for f in dataclasses.fields(LogData)))
+    return joined_logs(parts)
+
+
+def joined_logs(parts: Sequence[LogData]) -> LogData:
+    """The rows of every part, in order (GPUs ``-1`` where a part said none)."""
+    cat = [np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration")]
+    if all(x.gpu is None for x in parts):
+        return LogData(cat[0], cat[1], cat[2], cat[3])
+    gpu = np.concatenate([x.gpu if x.gpu is not None else np.full(len(x.job), -1, dtype=np.int64) for x in parts])
+    return LogData(cat[0], cat[1], cat[2], cat[3], gpu)
 
 
 def median_ratios(job: np.ndarray, it: np.ndarray, duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,11 +177,41 @@ def median_ratios(job: np.ndarray, it: np.ndarray, duration: np.ndarray) -> tupl
     return counts[inv] >= 2, duration / med[inv]
 
 
-def ratios(log: LogData) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def ratios(
+    log: LogData, gpu_factors: Mapping[tuple[str, int], float] | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(job, server, iteration, ratio to the job's median worker that iteration)``, for
-    iterations with at least two workers."""
+    iterations with at least two workers; each ratio over its GPU's steady factor where
+    ``gpu_factors`` has one (:func:`gpu_factors_from_logs`: what is left is the server's)."""
     keep, r = median_ratios(log.job, log.iteration, log.duration)
+    if gpu_factors and log.gpu is not None:
+        r = r / np.array([gpu_factors.get((str(sv), int(g)), 1.0) for sv, g in zip(log.server, log.gpu)])
     return log.job[keep], log.server[keep], log.iteration[keep], r[keep]
+
+
+GPU_PRIOR = 2.0
+"""Pseudo-observations at factor 1 (the median GPU) that shrink a GPU's factor from logs."""
+
+
+def gpu_factors_from_logs(log: LogData, prior: float = GPU_PRIOR) -> dict[tuple[str, int], float]:
+    """Each GPU's steady factor ``(server, gpu) -> f`` from logs that name the workers' GPUs.
+    Workers of one job on one server in one iteration share the server's episodes, so what sets
+    them apart is their GPUs: a worker's time over the median of those peers, its geometric mean
+    over the GPU's rows, shrunk towards 1 by ``prior`` pseudo-observations.  A factor is relative
+    to the GPU's peers on its server (a server whose GPUs are all slow is the server's slowdown);
+    GPUs never seen beside a peer are not estimated."""
+    if log.gpu is None:
+        return {}
+    group = np.char.add(np.char.add(log.job.astype(str), "\x00"), log.server.astype(str))
+    peers, rel = median_ratios(group, log.iteration, log.duration)
+    use = peers & (log.gpu >= 0)
+    sums: dict[tuple[str, int], float] = {}
+    counts: dict[tuple[str, int], int] = {}
+    for sv, g, x in zip(log.server[use].tolist(), log.gpu[use].tolist(), np.log(rel[use]).tolist()):
+        k = (str(sv), int(g))
+        sums[k] = sums.get(k, 0.0) + x
+        counts[k] = counts.get(k, 0) + 1
+    return {k: float(np.exp(sums[k] / (counts[k] + prior))) for k in sums}
 
 
 @dataclass(frozen=True)
@@ -231,12 +298,14 @@ def estimate_from_logs(
     prior_strength: float = PRIOR_STRENGTH,
     shape_strength: float = SHAPE_STRENGTH,
     servers: Iterable[str] = (),
+    gpu_factors: Mapping[tuple[str, int], float] | None = None,
 ) -> tuple[dict[str, ServerEstimate], Slowdown]:
     """Per-server estimates (and the fleet prior, for servers without observations).
 
     ``half_life`` is in the log's iteration units; ``prior_strength`` and
-    ``shape_strength`` are the pseudo-counts of the Beta and Dirichlet priors."""
-    job, server, it, r = ratios(log)
+    ``shape_strength`` are the pseudo-counts of the Beta and Dirichlet priors; ``gpu_factors``
+    (:func:`gpu_factors_from_logs`) are taken out of the ratios first."""
+    job, server, it, r = ratios(log, gpu_factors)
     return estimate_from_ratios(
         job,
         server,

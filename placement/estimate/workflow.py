@@ -5,6 +5,7 @@ and write it all into the instance."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,9 +15,18 @@ import numpy as np
 from placement.errors import InvalidInputError
 from placement.estimate.apply import apply_estimates
 from placement.estimate.gpu_profiles import GpuProfile, apply_gpu_profiles, read_gpu_profiles
-from placement.estimate.logs import LogData, ServerEstimate, estimate_from_logs, read_iteration_log, read_pai
+from placement.estimate.logs import (
+    LogData,
+    ServerEstimate,
+    estimate_from_logs,
+    gpu_factors_from_logs,
+    joined_logs,
+    read_iteration_log,
+    read_pai,
+)
 from placement.estimate.telemetry import contention_overrides, read_demands, read_telemetry
 from placement.model import Instance, Slowdown
+from placement.model.records import ANY_CLASS
 
 __all__ = ["Estimated", "read_server_map", "estimate_instance"]
 
@@ -69,10 +79,37 @@ def read_server_map(
     return out
 
 
+def _with_gpu_factors(instance: Instance, gpus: Mapping[tuple[str, int], float]) -> Instance:
+    """``instance`` with the per-GPU factors learnt from logs (every class's; GPUs not seen at 1).
+    A GPU index past its server's GPUs is refused: the logs and the cluster disagree."""
+    if not gpus:
+        return instance
+    by: dict[str, dict[int, float]] = {}
+    for (sid, g), f in gpus.items():
+        by.setdefault(sid, {})[g] = f
+    problems = [
+        f"logs name GPU {g} of server {sid!r}, which has {instance.server_by_id[sid].gpus}"
+        for sid, fs in sorted(by.items())
+        if sid in instance.server_by_id
+        for g in sorted(fs)
+        if g >= instance.server_by_id[sid].gpus
+    ]
+    if problems:
+        raise InvalidInputError(problems)
+    servers = tuple(
+        dataclasses.replace(s, gpu_slowdowns={ANY_CLASS: tuple(by[s.id].get(g, 1.0) for g in range(s.gpus))})
+        if s.id in by
+        else s
+        for s in instance.servers
+    )
+    return instance.replace(servers=servers)
+
+
 def _joined(parts: Sequence[LogData], rename: Mapping[str, str] | None) -> LogData:
-    log = LogData(*(np.concatenate([getattr(x, f) for x in parts]) for f in ("job", "server", "iteration", "duration")))
+    log = joined_logs(parts)
     if rename:
-        log = LogData(log.job, np.array([rename.get(str(s), str(s)) for s in log.server]), log.iteration, log.duration)
+        server = np.array([rename.get(str(s), str(s)) for s in log.server])
+        log = LogData(log.job, server, log.iteration, log.duration, log.gpu)
     return log
 
 
@@ -116,10 +153,11 @@ def estimate_instance(
         parts = [read_iteration_log(p) for p in logs] + ([read_pai(list(pai))] if pai else [])
         log = _joined(parts, read_server_map(server_map, inst) if server_map else None)
         kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
-        learned, fleet = estimate_from_logs(log, servers=[s.id for s in inst.servers], **kw)
+        gpus = gpu_factors_from_logs(log)
+        learned, fleet = estimate_from_logs(log, servers=[s.id for s in inst.servers], gpu_factors=gpus, **kw)
         seen = set(log.server)
         servers = {k: v for k, v in learned.items() if k in inst.server_by_id or k in seen}
-        inst = apply_estimates(inst, servers, fleet)
+        inst = _with_gpu_factors(apply_estimates(inst, servers, fleet), gpus)
     if op_trace and rank_map:
         from placement.estimate.optrace import estimate_from_op_trace, read_op_trace, read_rank_map
 
