@@ -211,20 +211,7 @@ class _Search:
                 if self.factor(jp, sq, g) < fw
             )[:CANDIDATES]
             for _, sq, g, other in theirs:
-                mine = dict(old)
-                mine[sp] = tuple(x for x in ids if x != worst)
-                mine[sq] = (*mine.get(sq, ()), g)
-                mine = {s: v for s, v in mine.items() if v}
-                was = self.held[other]
-                yours = dict(was)
-                yours[sq] = tuple(x for x in was[sq] if x != g)
-                yours[sp] = (*yours.get(sp, ()), worst)
-                yours = {s: v for s, v in yours.items() if v}
-                if not (self.fits(jp, old, mine) and self.fits(other, was, yours)):
-                    continue
-                gain = self.cost_of[jp] + self.cost_of[other] - self.cost(jp, mine) - self.cost(other, yours)
-                if gain > _eps(self.cost_of[jp] + self.cost_of[other]) and (best is None or gain > best[0]):
-                    best = (gain, other, mine, yours)
+                best = self._better_trade(best, jp, other, [(sp, worst)], [(sq, g)])
         if best is None:
             return False
         self._trade(jp, *best[1:])
@@ -248,19 +235,31 @@ class _Search:
                     continue
                 take = sorted((self.factor(jp, sq, g), sq, g) for sq, gs in was.items() if ok[sq] for g in gs)
                 take = [t for t in take if t[0] < tau][: len(give)]
-                if len(take) < len(give):
-                    continue
-                mine = _moved(old, give, [(sq, g) for _, sq, g in take])
-                yours = _moved(was, [(sq, g) for _, sq, g in take], give)
-                if not (self.fits(jp, old, mine) and self.fits(other, was, yours)):
-                    continue
-                gain = self.cost_of[jp] + self.cost_of[other] - self.cost(jp, mine) - self.cost(other, yours)
-                if gain > _eps(self.cost_of[jp] + self.cost_of[other]) and (best is None or gain > best[0]):
-                    best = (gain, other, mine, yours)
+                if len(take) == len(give):
+                    best = self._better_trade(best, jp, other, give, [(sq, g) for _, sq, g in take])
         if best is None:
             return False
         self._trade(jp, *best[1:])
         return True
+
+    def _better_trade(
+        self,
+        best: tuple[float, int, Held, Held] | None,
+        jp: int,
+        other: int,
+        give: list[tuple[int, int]],
+        take: list[tuple[int, int]],
+    ) -> tuple[float, int, Held, Held] | None:
+        """``best``, or ``jp`` giving ``give`` to ``other`` for ``take`` when that fits and
+        lowers the two jobs' terms by more."""
+        old, was = self.held[jp], self.held[other]
+        mine, yours = _moved(old, give, take), _moved(was, take, give)
+        if not (self.fits(jp, old, mine) and self.fits(other, was, yours)):
+            return best
+        gain = self.cost_of[jp] + self.cost_of[other] - self.cost(jp, mine) - self.cost(other, yours)
+        if gain > _eps(self.cost_of[jp] + self.cost_of[other]) and (best is None or gain > best[0]):
+            return (gain, other, mine, yours)
+        return best
 
     def _trade(self, jp: int, other: int, mine: Held, yours: Held) -> None:
         c_mine, c_yours = self.cost(jp, mine), self.cost(other, yours)

@@ -311,19 +311,7 @@ class Policy:
         if not offer:
             return set(), 0, 0
         inst = self._decision_instance(self._weighed(offer), free)
-        w0 = time.perf_counter()
-        sol = solve(
-            inst,
-            self.cfg.method,
-            time_limit_s=self.cfg.decision_time_limit_s,
-            seed=self.cfg.seed,
-            prove=self.cfg.prove,
-            clock=self.cfg.decision_clock,
-        )
-        self.decision_walls.append(time.perf_counter() - w0)
-        self.place_walls.append(self.decision_walls[-1])
-        if sol.status.value == "error":
-            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        sol = self._place(inst)
         if not sol.assignment:
             self._log_place(inst, free, sol, set(), set())
             return set(), 0, len(offer)
@@ -354,6 +342,23 @@ class Policy:
         self.queue = [j for j in self.queue if j.id not in started]
         self._log_place(inst, free, sol, placed, held)
         return held, len(started), len(offer)
+
+    def _place(self, inst: Instance) -> Solution:
+        """The configured method's placement decision on ``inst`` (its time recorded)."""
+        w0 = time.perf_counter()
+        sol = solve(
+            inst,
+            self.cfg.method,
+            time_limit_s=self.cfg.decision_time_limit_s,
+            seed=self.cfg.seed,
+            prove=self.cfg.prove,
+            clock=self.cfg.decision_clock,
+        )
+        self.decision_walls.append(time.perf_counter() - w0)
+        self.place_walls.append(self.decision_walls[-1])
+        if sol.status.value == "error":
+            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        return sol
 
     def _log_place(self, inst: Instance, free: np.ndarray, sol: Solution, placed: set[str], held: set[str]) -> None:
         """The decision log's record of a placement decision (the jobs offered, as a caller

@@ -386,19 +386,7 @@ class Replanning(Policy):
             for sp, k in r.alloc.items():
                 free[sp] += k
         inst = self._decision_instance(self._weighed(offer), free)
-        w0 = time.perf_counter()
-        sol = solve(
-            inst,
-            self.cfg.method,
-            time_limit_s=self.cfg.decision_time_limit_s,
-            seed=self.cfg.seed,
-            prove=self.cfg.prove,
-            clock=self.cfg.decision_clock,
-        )
-        self.decision_walls.append(time.perf_counter() - w0)
-        self.place_walls.append(self.decision_walls[-1])
-        if sol.status.value == "error":
-            raise SimulationError(f"at t={self.now:g} s, {self.cfg.method} failed: {sol.stats.get('message')}")
+        sol = self._place(inst)
         pos = inst.server_pos
         moved: list[Running] = []
         for r in [self.running[j.id] for j in offer if j.id in self.running]:

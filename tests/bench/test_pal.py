@@ -48,16 +48,15 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
         rows = [f"x{g // 4},{g % 4},{name},{1.0 + 0.02 * ((g * (k + 3)) % 7)}" for g in range(64)]
         (data / f"{name}-longhorn-agg.csv").write_text("server,gpu,class,perf\n" + "\n".join(rows) + "\n")
     out = tmp_path / "pal"
-    res = bench_pal(
-        data,
-        out,
-        workloads=[1],
-        configs=["packed", "pal", "auto-known", "auto-estimated", "no-variability"],
-        seeds=[0, 1],
-        penalties=[1.7, 3.0],
-        sweep_seeds=[0],
-        say=lambda m: None,
-    )
+    small = {
+        "workloads": [1],
+        "configs": ["packed", "pal", "auto-known", "auto-estimated", "no-variability"],
+        "seeds": [0, 1],
+        "penalties": [1.7, 3.0],
+        "sweep_seeds": [0],
+        "say": lambda m: None,
+    }
+    res = bench_pal(data, out, **small)
     assert set(res["penalties"]) == {"1.7", "3"}
     # learning the factors online: the learnt ones rank the GPUs the jobs ran on
     assert set(res["rank_corr"]) == {"auto-estimated"}
@@ -80,16 +79,7 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
     assert "## Locality penalty 1.7" in report and "pal/packed" in report and "auto-known/pal" in report
     assert "Spearman correlation of the learnt per-GPU factors" in report
     # resumed: a second call runs nothing again and reports the same
-    again = bench_pal(
-        data,
-        out,
-        workloads=[1],
-        configs=["packed", "pal", "auto-known", "auto-estimated", "no-variability"],
-        seeds=[0, 1],
-        penalties=[1.7, 3.0],
-        sweep_seeds=[0],
-        say=lambda m: None,
-    )
+    again = bench_pal(data, out, **small)
     assert json.dumps(again["penalties"]) == json.dumps(res["penalties"])
 
 
