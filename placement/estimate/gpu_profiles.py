@@ -6,7 +6,7 @@ Two formats are read, told apart by their header:
 
 - **PAL's aggregated profiles** (``hal-uw/blox-pal``: ``sgemm-``, ``resnet-``, ``bert-``,
   ``pagerank-longhorn-agg.csv``): one run per row, the GPU in ``uuid``, its node in ``cabinet`` and
-  ``node`` (``-1``: unknown), its index in ``device`` or ``dev_id``, the class in ``exp``, the
+  ``node`` (``-1``: unknown), its index in ``device`` or ``dev_id``, the class in ``exp`` (Frontera's PageRank: ``model``), the
   measurement in ``perf``.  ``perf`` is a time for some classes and a speed for others: unless told
   (``perf_is``), its direction is read from the clock: ``perf`` falling as ``freq`` rises is a time.
 - **A plain CSV** ``server, gpu, class, perf``: ``perf`` a time (larger is slower) unless told.
@@ -119,7 +119,7 @@ def read_gpu_profiles(path: str | os.PathLike[str], *, perf_is: str | None = Non
             key, nd = f"{srv}/{int(g)}", srv
             gi: int | None = int(g)
         else:
-            cls = (r.get("exp") or "").strip() or os.path.splitext(name)[0].split("-")[0]
+            cls = (r.get("exp") or r.get("model") or "").strip() or os.path.splitext(name)[0].split("-")[0]
             key = (r.get("uuid") or "").strip()
             if not key:
                 problems.append(f"{name} row {line}: empty uuid")

@@ -127,3 +127,13 @@ def test_runs_draws_lay_each_gpu_a_seeded_run_as_pals_simulator_does(tmp_path):
     assert a == b and "draw from 8 runs" in said[0] and 3.0 in laid and set(laid) <= set(prof.run_factors)
     with pytest.raises(InvalidInputError, match="draw must be"):
         apply_gpu_profiles(inst, [prof], draw="both")
+
+
+def test_fronteras_pagerank_names_its_class_in_model(tmp_path):
+    """Frontera's PageRank profile (PAL's repository) has ``model`` where the others have ``exp``."""
+    p = tmp_path / "frontera-pagerank-agg.csv"
+    rows = ["cabinet,device,model,node,perf_avg,perf,run,uuid"]
+    rows += [f"c198,{d},pagerank,41,1.0,{100 + d},{r},GPU-{d}" for d in range(4) for r in range(2)]
+    p.write_text("\n".join(rows) + "\n")
+    (got,) = read_gpu_profiles(p)
+    assert got.app_class == "pagerank" and len(got.factors) == 4
