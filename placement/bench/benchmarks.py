@@ -409,6 +409,7 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument("--configs", default=None, help="comma-separated [default: all]")
     pl.add_argument("--seeds", default="0,1,2", help="GPU layout seeds")
     pl.add_argument("--sweep-seeds", default=None, help="the sweep's seeds [default: --seeds]")
+    pl.add_argument("--sweep-workloads", default=None, help="the sweep's workloads [default: --workloads]")
     pl.add_argument("--penalties", default="1.7,1.0,1.5,2.0,2.5,3.0", help="the first is PAL's; the rest: the sweep")
     pl.add_argument("--own", default="benchmarks/pal-crosscheck/pal-own.json", help="PAL's own simulator's figures")
     pl.add_argument("--parallel", type=int, default=1)
@@ -445,6 +446,7 @@ def main(argv: list[str] | None = None) -> None:
             seeds=[int(x) for x in a.seeds.split(",")],
             penalties=[float(x) for x in a.penalties.split(",")],
             sweep_seeds=[int(x) for x in a.sweep_seeds.split(",")] if a.sweep_seeds else None,
+            sweep_workloads=[int(x) for x in a.sweep_workloads.split(",")] if a.sweep_workloads else None,
             own=Path(a.own),
             parallel=a.parallel,
         )

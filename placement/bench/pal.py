@@ -90,6 +90,7 @@ def _runs(
     penalties: Sequence[float],
     seeds: Sequence[int],
     sweep_seeds: Sequence[int],
+    sweep_workloads: Sequence[int],
 ) -> list[tuple[tuple[int, str, float], Path, list[Any]]]:
     from placement.formats import dump_instance
     from placement.simulation.runner import SimRun
@@ -103,7 +104,7 @@ def _runs(
         trace = str((data / f"sia-philly-workload-{w}.csv").resolve())
         for f in penalties:
             for c in configs:
-                if f != penalties[0] and c not in SWEPT:
+                if f != penalties[0] and (c not in SWEPT or w not in sweep_workloads):
                     continue
                 folder = out / f"workload-{w}" / f"penalty{f:g}" / c
                 runs = [
@@ -123,13 +124,14 @@ def bench_pal(
     seeds: Sequence[int] = (0, 1, 2),
     penalties: Sequence[float] = (PENALTY, *SWEEP),
     sweep_seeds: Sequence[int] | None = None,
+    sweep_workloads: Sequence[int] | None = None,
     own: Path | None = None,
     parallel: int = 1,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (resuming) every workload x configuration x seed at the first of ``penalties`` (PAL's),
-    and packed, PM-First and PAL at the others on ``sweep_seeds`` (default: ``seeds``); write
-    ``out/pal.json`` and ``out/pal.md``."""
+    and packed, PM-First and PAL at the others on ``sweep_seeds`` and ``sweep_workloads``
+    (default: ``seeds``, ``workloads``); write ``out/pal.json`` and ``out/pal.md``."""
     from placement.simulation.runner import simulate_sweep
 
     missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
@@ -141,7 +143,10 @@ def bench_pal(
     failed: list[str] = []
     ranks: dict[str, dict[str, list[float]]] = {}
     sweep = tuple(seeds if sweep_seeds is None else sweep_seeds)
-    for (w, c, f), folder, todo in _runs(data, out, workloads, configs, tuple(dict.fromkeys(penalties)), seeds, sweep):
+    swept = tuple(workloads if sweep_workloads is None else sweep_workloads)
+    for (w, c, f), folder, todo in _runs(
+        data, out, sorted(set(workloads) | set(swept)), configs, tuple(dict.fromkeys(penalties)), seeds, sweep, swept
+    ):
         rows = simulate_sweep(todo, folder, progress=False, parallel=parallel, say=say)
         got = {int(r["seed"]): float(r["avg_jct_s"]) for r in rows if r.get("status") == "finished"}
         for r in rows:
