@@ -413,6 +413,7 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument("--penalties", default="1.7,1.0,1.5,2.0,2.5,3.0", help="the first is PAL's; the rest: the sweep")
     pl.add_argument("--own", default="benchmarks/pal-crosscheck/pal-own.json", help="PAL's own simulator's figures")
     pl.add_argument("--parallel", type=int, default=1)
+    pl.add_argument("--report-only", action="store_true", help="run nothing: report the runs already there")
     pl.add_argument("-o", "--out", default="benchmarks/pal")
     sv = sub.add_parser("serve", help="placement serve under load (256 to 4,096 GPUs) and kill -9 faults")
     sv.add_argument("--sizes", default="256,1024,4096", help="comma-separated GPUs")
@@ -449,6 +450,7 @@ def main(argv: list[str] | None = None) -> None:
             sweep_workloads=[int(x) for x in a.sweep_workloads.split(",")] if a.sweep_workloads else None,
             own=Path(a.own),
             parallel=a.parallel,
+            report_only=a.report_only,
         )
         print((Path(a.out) / "pal.md").read_text())
         return

@@ -127,11 +127,14 @@ def bench_pal(
     sweep_workloads: Sequence[int] | None = None,
     own: Path | None = None,
     parallel: int = 1,
+    report_only: bool = False,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run (resuming) every workload x configuration x seed at the first of ``penalties`` (PAL's),
     and packed, PM-First and PAL at the others on ``sweep_seeds`` and ``sweep_workloads``
-    (default: ``seeds``, ``workloads``); write ``out/pal.json`` and ``out/pal.md``."""
+    (default: ``seeds``, ``workloads``); write ``out/pal.json`` and ``out/pal.md``.  With
+    ``report_only``, nothing runs: the report covers the runs already there."""
+    from placement.compare.harness import read_rows
     from placement.simulation.runner import simulate_sweep
 
     missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
@@ -147,7 +150,11 @@ def bench_pal(
     for (w, c, f), folder, todo in _runs(
         data, out, sorted(set(workloads) | set(swept)), configs, tuple(dict.fromkeys(penalties)), seeds, sweep, swept
     ):
-        rows = simulate_sweep(todo, folder, progress=False, parallel=parallel, say=say)
+        if report_only:
+            labels = {r.label for r in todo}
+            rows = [r for r in read_rows(folder / "runs.jsonl") if r.get("label") in labels]
+        else:
+            rows = simulate_sweep(todo, folder, progress=False, parallel=parallel, say=say)
         got = {int(r["seed"]): float(r["avg_jct_s"]) for r in rows if r.get("status") == "finished"}
         for r in rows:
             if r.get("status") != "finished":

@@ -80,6 +80,7 @@ def test_a_small_pal_benchmark_runs_and_reports(tmp_path):
     assert "Spearman correlation of the learnt per-GPU factors" in report
     # resumed: a second call runs nothing again and reports the same
     again = bench_pal(data, out, **small)
+    assert json.dumps(bench_pal(data, out, **small, report_only=True)["penalties"]) == json.dumps(res["penalties"])
     assert json.dumps(again["penalties"]) == json.dumps(res["penalties"])
 
 
