@@ -196,7 +196,7 @@ def geomean_ratio(
     b = np.array([[per[w][den][s] for s in seeds] for w in ws])
 
     def g(idx: np.ndarray) -> np.ndarray:
-        return np.exp(np.log(a[:, idx].mean(axis=-1) / b[:, idx].mean(axis=-1)).mean(axis=0))
+        return np.exp(np.log(a[:, idx].mean(axis=1) / b[:, idx].mean(axis=1)).mean(axis=0))
 
     rng = np.random.default_rng(seed)
     boot = g(rng.integers(0, len(seeds), size=(len(seeds), BOOTSTRAP)))

@@ -19,7 +19,8 @@ def test_the_geomean_ratio_is_over_workloads_of_the_means_over_seeds():
     m, lo, hi = geomean_ratio(per, "pal", "packed")
     assert m == pytest.approx(math.sqrt(0.9 * 0.5))
     # resampling seeds: seed 0 alone gives sqrt(0.8 * 0.5), seed 1 alone sqrt(1.0 * 0.5)
-    assert math.sqrt(0.4) - 1e-12 <= lo <= m <= hi <= math.sqrt(0.5) + 1e-12
+    assert math.sqrt(0.4) - 1e-12 <= lo < m < hi <= math.sqrt(0.5) + 1e-12
+    assert lo == pytest.approx(math.sqrt(0.4)) and hi == pytest.approx(math.sqrt(0.5))
     assert geomean_ratio(per, "auto-known", "pal") is None
 
 
