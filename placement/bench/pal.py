@@ -222,12 +222,12 @@ def summarise(runs: dict[str, dict[str, dict[str, dict[int, float]]]], seeds: Se
             if c != "no-variability":
                 ratios[f"{c}/no-variability"] = geomean_ratio(per, c, "no-variability")
         worst = {}
-        for c in ("auto-known", "auto-estimated"):
-            r = [
-                (np.mean(list(cs[c].values())) / np.mean(list(cs["pal"].values())), w)
-                for w, cs in per.items()
-                if cs.get(c) and cs.get("pal")
-            ]
+        for c in ("auto-known", "auto-estimated"):  # on the seeds both ran
+            r = []
+            for w, cs in per.items():
+                both = sorted(set(cs.get(c, {})) & set(cs.get("pal", {})))
+                if both:
+                    r.append((float(np.mean([cs[c][k] for k in both]) / np.mean([cs["pal"][k] for k in both])), w))
             if r:
                 worst[c] = max(r)
         out["penalties"][f] = {"workloads": table, "geomean": ratios, "worst_vs_pal": worst}
