@@ -31,14 +31,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from placement.evaluation.bounds import ps_floor_of, spread_lower_bound
+from placement.formulations.gpu_levels import (
+    GpuEntry,
+    GpuLevel,
+    by_gpu_class,
+    cdf_below,
+    chain_level_links,
+    gpu_entry,
+    scenario_level_times,
+)
 from placement.formulations.reductions import prune_thresholds, server_classes
 from placement.model.records import Instance, Job
-from placement.model.tolerances import PRUNE_RTOL, TIE_RTOL
+from placement.model.tolerances import PRUNE_RTOL
 from placement.problem.arrays import EvalIndex, arrays_of
 from placement.problem.gpus import factored_servers, gpu_classes
 from placement.problem.hybrid import pipeline_slots
@@ -126,35 +134,6 @@ class ShardIndex:
     """Scenario tables: ``scen[m, s]`` = the slowdown of server ``m`` in scenario ``s``."""
     terms: int = 0
     """Product-chain terms (or scenario rows) its push/pull phase takes in a model."""
-
-
-@dataclass
-class GpuLevel:
-    """One factor level ``f_l`` above the least of a job's GPU classes on a server: ``u_l`` = the
-    job holds a GPU of factor >= ``f_l`` there.  With the levels ``f_1 < f_2 < ...``,
-    ``P(a f* S < t) = P(a f_1 S < t) prod_{l >= 2} (P(a f_l S < t) / P(a f_{l-1} S < t))^{u_l}``:
-    the server's link at ``f_1`` times one link per level, exact (``f*`` is the largest held)."""
-
-    factor: float
-    classes: tuple[int, ...]
-    """The server's GPU classes (indices into :attr:`GpuEntry.classes`) of factor >= ``factor``."""
-    q: np.ndarray | None = None
-    """Independent slowdowns: the ratio per support point (1 where the level below is 0)."""
-    scen_time: np.ndarray | None = None
-    """Scenario tables: ``a f_l S_s`` per scenario."""
-
-
-@dataclass
-class GpuEntry:
-    """A job's choice of GPUs on one server with per-GPU factors (DESIGN.md, "Per-GPU factors")."""
-
-    i: int
-    """The server's entry in :attr:`JobIndex.servers`."""
-    sp: int
-    classes: list[tuple[int, float, int]]
-    """Per GPU class of the server: (class index in :attr:`ProblemIndex.gpu_classes`, its factor
-    for the job, most workers of the job it can take)."""
-    levels: list[GpuLevel]
 
 
 @dataclass
@@ -412,7 +391,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             jobs.append(ji)
             continue
         ji.gpus = [
-            _gpu_entry(instance, jp, i, int(sp), int(cap[i]), gclasses)
+            gpu_entry(instance, jp, i, int(sp), int(cap[i]), gclasses)
             for i, sp in enumerate(sps)
             if int(sp) in gclasses
         ]
@@ -422,9 +401,7 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             ji.scen_time = a[:, None] * np.asarray(rows)
             ji.scen_floor = ji.scen_time.min(axis=0)
             ji.upper_ms = float(ji.scen_time.max(axis=0) @ probs)
-            for e in ji.gpus:
-                for lv in e.levels:
-                    lv.scen_time = ev.base_a(jp, e.sp) * lv.factor * np.asarray(rows[e.i], dtype=float)
+            scenario_level_times(ji.gpus, ev, jp, rows)
             if tops:
                 top = np.max([np.asarray(lv.scen_time) for e in ji.gpus for lv in e.levels], axis=0)
                 ji.upper_ms = float(np.maximum(ji.scen_time.max(axis=0), top) @ probs)
@@ -434,15 +411,8 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             t = np.unique(np.concatenate(points))
             q = np.empty((len(t), len(sps)))
             for i, (v, p) in enumerate(dists):
-                q[:, i] = _below(v, p, float(a[i]), t)
-            for e in ji.gpus:
-                v, p = dists[e.i]
-                below = q[:, e.i]
-                for lv in e.levels:
-                    nxt = _below(v, p, ev.base_a(jp, e.sp) * lv.factor, t)
-                    with np.errstate(invalid="ignore", divide="ignore"):
-                        lv.q = np.clip(np.where(below > 0, nxt / np.where(below > 0, below, 1.0), 1.0), 0.0, 1.0)
-                    below = nxt
+                q[:, i] = cdf_below(v, p, float(a[i]), t)
+            chain_level_links(ji.gpus, ev, jp, dists, q, t)
             ji.t = t
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
@@ -473,22 +443,6 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
     )
 
 
-def by_gpu_class(gpu_x: Mapping[tuple[int, int, int], Any]) -> list[tuple[tuple[int, int], list[Any]]]:
-    """A model's GPU-class variables ``(job, server, class) -> var`` by (server, class), sorted."""
-    out: dict[tuple[int, int], list[Any]] = {}
-    for (_, sp, c), v in gpu_x.items():
-        out.setdefault((sp, c), []).append(v)
-    return sorted(out.items(), key=lambda kv: kv[0])
-
-
-def _gpu_entry(instance: Instance, jp: int, i: int, sp: int, cap: int, gclasses: Mapping[int, Any]) -> GpuEntry:
-    """Job ``jp``'s GPU classes on server ``sp`` and its factor levels above the least."""
-    classes = [(c, float(f[jp]), min(len(ids), cap)) for c, (ids, f) in enumerate(gclasses[sp])]
-    factors = sorted({f for _, f, _ in classes})
-    levels = [GpuLevel(f, tuple(c for c, fc, _ in classes if fc >= f)) for f in factors[1:]]
-    return GpuEntry(i, sp, classes, levels)
-
-
 def _row(ev: EvalIndex, jp: int, sp: int) -> np.ndarray:
     """Server ``sp``'s slowdown in each scenario, for job ``jp`` (its override, if any)."""
     r = ev.over_row.get((jp, sp))
@@ -498,16 +452,6 @@ def _row(ev: EvalIndex, jp: int, sp: int) -> np.ndarray:
 def _dist(ev: EvalIndex, jp: int, sp: int) -> tuple[np.ndarray, np.ndarray]:
     """Server ``sp``'s slowdown distribution (values, probs) for job ``jp``."""
     return ev.over_dist.get((jp, sp)) or ev.dists[sp]
-
-
-def _below(v: np.ndarray, p: np.ndarray, scale: float, t: np.ndarray) -> np.ndarray:
-    """``P(scale S < t_k)`` for each point (values ``v``, probs ``p``; ties within a relative
-    tolerance count as equal, probabilities within 1e-15 of 1 as 1)."""
-    cdf = np.concatenate(([0.0], np.cumsum(p)))
-    k = np.searchsorted(scale * v, t * (1 - TIE_RTOL), side="left")
-    q = np.minimum(cdf[k], 1.0)
-    q[q > 1 - 1e-15] = 1.0
-    return q
 
 
 def _shard_rooms(instance: Instance, st: State) -> tuple[dict[int, np.ndarray], list[str]]:
@@ -602,7 +546,7 @@ def _shard_index(
             return sh
         sh.t = t
         sh.dt = np.diff(np.concatenate(([0.0], t)))
-        sh.q = [np.stack([_below(v, p, float(c), t) for c in cs], axis=1) for cs, (v, p) in zip(values, dists)]
+        sh.q = [np.stack([cdf_below(v, p, float(c), t) for c in cs], axis=1) for cs, (v, p) in zip(values, dists)]
     return sh
 
 

@@ -30,8 +30,9 @@ from typing import Any
 
 from placement.formulations.index import GpuLevel, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.milp_push_pull import push_pull
+from placement.formulations.milp_solvers import pulp_solver
 from placement.formulations.packing import disaggregate
-from placement.formulations.quiet import interruptible_run, native_stdout_silenced
+from placement.formulations.quiet import native_stdout_silenced
 from placement.model.records import Assignment, GpuChoice, Instance
 from placement.model.tolerances import MILP_GAP_REL, SOLVER_FEASIBILITY_TOL, TIE_RTOL
 from placement.problem.gpus import choose_gpus, counts_of_ids, ids_of_counts
@@ -305,38 +306,6 @@ class _NoTimeLeft(Exception):
     """The build left less than :data:`MIN_SOLVE_S` of the limit."""
 
 
-def _solver(backend: str, time_left: float, threads: int, log: str | None, warm: bool) -> Any:
-    import pulp
-
-    t = max(0.05, time_left)
-    if backend == "highs":
-        return _warm_highs()(warm, msg=False, timeLimit=t, threads=threads, gapRel=MILP_GAP_REL, random_seed=0)
-    return pulp.PULP_CBC_CMD(msg=False, timeLimit=t, threads=threads, gapRel=MILP_GAP_REL, logPath=log, warmStart=warm)
-
-
-def _warm_highs() -> type:
-    """PuLP's HiGHS adapter, handing HiGHS the variables' initial values (PuLP's own takes
-    no start): HiGHS fixes the integer ones, solves the LP left and keeps the result as its
-    first incumbent."""
-    import numpy as np
-    import pulp
-
-    class WarmHiGHS(pulp.HiGHS):
-        def __init__(self, warm: bool, **kw: Any) -> None:
-            super().__init__(**kw)
-            self.warm = warm
-
-        def callSolver(self, lp: Any) -> None:
-            if self.warm:
-                pairs = [(v.index, float(v.varValue)) for v in lp.variables() if v.varValue is not None]
-                if pairs:
-                    idx, val = zip(*pairs)
-                    lp.solverModel.setSolution(len(idx), np.asarray(idx, dtype=np.int32), np.asarray(val, dtype=float))
-            interruptible_run(lp.solverModel)
-
-    return WarmHiGHS
-
-
 def _bound(backend: str, b: Built, log: str | None, status: Termination) -> float | None:
     if backend == "highs":
         try:
@@ -405,13 +374,13 @@ def _solve(
             raise _NoTimeLeft
         try:
             with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, with_start))
+                b.prob.solve(pulp_solver(backend, t_end - time.monotonic(), threads, log, with_start))
         except pulp.PulpSolverError:
             if not with_start or time.monotonic() > t_end - 0.1:
                 raise
             path.append(f"{backend} failed with the start: again without it")
             with native_stdout_silenced():
-                b.prob.solve(_solver(backend, t_end - time.monotonic(), threads, log, False))
+                b.prob.solve(pulp_solver(backend, t_end - time.monotonic(), threads, log, False))
 
     try:
         proven_w = True

@@ -213,7 +213,12 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.formats.parse": ("formats/test_instance.py", "parse_json"),
     "placement.formats.solution": ("formats/test_instance.py", "solution_from_dict"),
     "placement.formulations.cpsat": ("formulations/test_milp.py", "cpsat"),
+    "placement.formulations.gpu_levels": (
+        "problem/test_gpus.py",
+        "test_exact_models_agree_with_brute_force_with_factors",
+    ),
     "placement.formulations.milp_push_pull": ("formulations/test_milp.py", "parameter_servers=True"),
+    "placement.formulations.milp_solvers": ("formulations/test_milp.py", "milp_highs"),
     "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
     "placement.formulations.reductions": ("formulations/test_index.py", "prune_thresholds"),
     "placement.formulations.transport": ("acceptance/test_scale.py", "transport_lower_bound"),
