@@ -405,6 +405,12 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument(
         "--data", default=None, help="the pal-variability folder [default: $PLACEMENT_DATA or ../shared/data]"
     )
+    pl.add_argument(
+        "--site",
+        default="longhorn",
+        choices=("longhorn", "frontera", "ls6"),
+        help="whose measured GPUs the factors are drawn from (Longhorn: PAL's setup; Frontera and LS6: bundled)",
+    )
     pl.add_argument("--workloads", default="1,2,3,4,5,6,7,8")
     pl.add_argument("--configs", default=None, help="comma-separated [default: all]")
     pl.add_argument("--seeds", default="0,1,2", help="GPU layout seeds")
@@ -414,7 +420,7 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument("--own", default="benchmarks/pal-crosscheck/pal-own.json", help="PAL's own simulator's figures")
     pl.add_argument("--parallel", type=int, default=1)
     pl.add_argument("--report-only", action="store_true", help="run nothing: report the runs already there")
-    pl.add_argument("-o", "--out", default="benchmarks/pal")
+    pl.add_argument("-o", "--out", default=None, help="default benchmarks/pal (benchmarks/pal-SITE for another site)")
     sv = sub.add_parser("serve", help="placement serve under load (256 to 4,096 GPUs) and kill -9 faults")
     sv.add_argument("--sizes", default="256,1024,4096", help="comma-separated GPUs")
     sv.add_argument("--duration-s", type=float, default=60.0, help="seconds of load per size")
@@ -439,9 +445,11 @@ def main(argv: list[str] | None = None) -> None:
         chosen = a.configs.split(",") if a.configs else list(PAL_CONFIGS)
         if set(chosen) - set(PAL_CONFIGS):
             ap.error(f"unknown configuration {', '.join(sorted(set(chosen) - set(PAL_CONFIGS)))}")
+        out = Path(a.out or ("benchmarks/pal" if a.site == "longhorn" else f"benchmarks/pal-{a.site}"))
         bench_pal(
             Path(a.data) if a.data else base / "pal-variability",
-            Path(a.out),
+            out,
+            site=a.site,
             workloads=[int(x) for x in a.workloads.split(",")],
             configs=chosen,
             seeds=[int(x) for x in a.seeds.split(",")],
@@ -452,7 +460,7 @@ def main(argv: list[str] | None = None) -> None:
             parallel=a.parallel,
             report_only=a.report_only,
         )
-        print((Path(a.out) / "pal.md").read_text())
+        print((out / "pal.md").read_text())
         return
     if a.what == "peers":
         from placement.bench.peers import PEERS, bench_peers, cells_of

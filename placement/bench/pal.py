@@ -36,7 +36,7 @@ import numpy as np
 
 from placement.bench.online import BOOTSTRAP, bootstrap_mean
 
-__all__ = ["CONFIGS", "PENALTY", "SWEEP", "bench_pal", "pal_cluster", "pal_report"]
+__all__ = ["CONFIGS", "PENALTY", "SITES", "SWEEP", "bench_pal", "pal_cluster", "pal_report"]
 
 PENALTY = 1.7
 """PAL's default locality penalty (``blox_manager.py``)."""
@@ -45,6 +45,24 @@ SWEEP = (1.0, 1.5, 2.0, 2.5, 3.0)
 PROFILES = {"A": "resnet", "B": "bert", "C": "bert", "D": "pagerank"}
 """Sia's application class -> the Longhorn profile PAL's simulator draws its GPUs from
 (``gpudf_class{A..D}.csv``)."""
+SITES: dict[str, dict[str, str]] = {
+    "longhorn": {c: f"{p}-longhorn-agg.csv" for c, p in PROFILES.items()},
+    "frontera": {c: f"frontera-{p}-agg.csv" for c, p in PROFILES.items()},
+    "ls6": {c: "resnet-ls6-agg.csv" for c in PROFILES},
+}
+"""The measured fleets whose factors the GPUs are drawn from, class by class: TACC Longhorn (V100,
+PAL's setup, in the data folder), Frontera (Quadro RTX 5000) and Lonestar6 (A100; ResNet-50 only,
+so every class draws from it), the last two from PAL's repository (``aggregated_data/``, MIT),
+bundled in ``instances/gpu_profiles/``.  Each is laid on PAL's 16 x 4 cluster the same way."""
+
+
+def site_folder(site: str, data: Path) -> Path:
+    """Where ``site``'s profiles are: Longhorn's in ``data``, the others bundled."""
+    if site == "longhorn":
+        return data
+    from importlib import resources
+
+    return Path(str(resources.files("placement.instances").joinpath("gpu_profiles")))
 CONFIGS: dict[str, dict[str, Any]] = {
     "packed": {"method": "consolidate", "knowledge": "oracle"},
     "pm_first": {"method": "pm_first", "knowledge": "oracle"},
@@ -66,8 +84,9 @@ def pal_cluster() -> Any:
     return Instance("pal16x4", servers, (), (Switch("sw"),), tuple(Link(s.id, "sw", 25.0) for s in servers))
 
 
-def setup(data: Path, penalty: float) -> dict[str, Any]:
-    """The :class:`~placement.simulation.config.SimConfig` fields of PAL's setup."""
+def setup(profiles: Path, penalty: float, site: str = "longhorn") -> dict[str, Any]:
+    """The :class:`~placement.simulation.config.SimConfig` fields of PAL's setup, the GPUs drawn
+    from ``site``'s profiles (in the folder ``profiles``)."""
     return {
         "dynamics": "none",
         "comm": f"penalty:{penalty:g}",
@@ -76,7 +95,7 @@ def setup(data: Path, penalty: float) -> dict[str, Any]:
         "restart_s": 0.0,
         "replan": "off",
         "queue": "fifo-strict",
-        "variability": tuple(f"{c}={(data / f'{p}-longhorn-agg.csv').resolve()}" for c, p in PROFILES.items()),
+        "variability": tuple(f"{c}={(profiles / f).resolve()}" for c, f in SITES[site].items()),
         "variability_draw": "runs",
         "decision_clock": "work",
     }
@@ -84,6 +103,8 @@ def setup(data: Path, penalty: float) -> dict[str, Any]:
 
 def _runs(
     data: Path,
+    profiles: Path,
+    site: str,
     out: Path,
     workloads: Sequence[int],
     configs: Sequence[str],
@@ -108,7 +129,13 @@ def _runs(
                     continue
                 folder = out / f"workload-{w}" / f"penalty{f:g}" / c
                 runs = [
-                    SimRun(str(cluster.resolve()), trace, {}, {**setup(data, f), **CONFIGS[c], "seed": s}, str(folder))
+                    SimRun(
+                        str(cluster.resolve()),
+                        trace,
+                        {},
+                        {**setup(profiles, f, site), **CONFIGS[c], "seed": s},
+                        str(folder),
+                    )
                     for s in (seeds if f == penalties[0] else sweep_seeds)
                 ]
                 todo.append(((w, c, f), folder, runs))
@@ -119,6 +146,7 @@ def bench_pal(
     data: Path,
     out: Path,
     *,
+    site: str = "longhorn",
     workloads: Sequence[int] = tuple(range(1, 9)),
     configs: Sequence[str] = tuple(CONFIGS),
     seeds: Sequence[int] = (0, 1, 2),
@@ -132,13 +160,17 @@ def bench_pal(
 ) -> dict[str, Any]:
     """Run (resuming) every workload x configuration x seed at the first of ``penalties`` (PAL's),
     and packed, PM-First and PAL at the others on ``sweep_seeds`` and ``sweep_workloads``
-    (default: ``seeds``, ``workloads``); write ``out/pal.json`` and ``out/pal.md``.  With
+    (default: ``seeds``, ``workloads``), the GPUs drawn from ``site``'s profiles (:data:`SITES`);
+    write ``out/pal.json`` and ``out/pal.md``.  With
     ``report_only``, nothing runs: the report covers the runs already there."""
     from placement.compare.harness import read_rows
     from placement.simulation.runner import simulate_sweep
 
+    if site not in SITES:
+        raise ValueError(f"unknown site {site!r} (one of {', '.join(SITES)})")
+    profiles = site_folder(site, data)
     missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
-    missing += [str(data / f"{p}-longhorn-agg.csv") for p in sorted(set(PROFILES.values()))]
+    missing += [str(profiles / f) for f in sorted(set(SITES[site].values()))]
     missing = [m for m in missing if not Path(m).is_file()]
     if missing:
         raise FileNotFoundError(f"PAL's data is not there: {', '.join(missing)}")
@@ -148,7 +180,7 @@ def bench_pal(
     sweep = tuple(seeds if sweep_seeds is None else sweep_seeds)
     swept = tuple(workloads if sweep_workloads is None else sweep_workloads)
     for (w, c, f), folder, todo in _runs(
-        data, out, sorted(set(workloads) | set(swept)), configs, tuple(dict.fromkeys(penalties)), seeds, sweep, swept
+        data, profiles, site, out, sorted(set(workloads) | set(swept)), configs, tuple(dict.fromkeys(penalties)), seeds, sweep, swept
     ):
         if report_only:
             labels = {r.label for r in todo}
@@ -167,12 +199,13 @@ def bench_pal(
                 if r.get("status") == "finished" and r.get(k) is not None:
                     ranks.setdefault(c, {}).setdefault(k, []).append(float(r[k]))
     result = summarise(runs, seeds)
+    result["site"] = site
     result["sweep_seeds"] = list(sweep)
     result["rank_corr"] = {c: {k: bootstrap_mean(v) for k, v in by.items()} for c, by in ranks.items()}
     result["failed"] = failed
     for line in failed:
         say(f"not finished: {line}")
-    if own is not None and own.is_file():
+    if own is not None and own.is_file() and site == "longhorn":  # PAL's own runs drew from Longhorn
         result["own"] = own_figures(json.loads(own.read_text()))
     out.mkdir(parents=True, exist_ok=True)
     (out / "pal.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -263,6 +296,7 @@ def pal_report(result: dict[str, Any]) -> str:
     simulator's figures where known."""
     own = result.get("own", {})
     lines = [
+        f"GPU factors drawn from {result.get('site', 'longhorn')}'s profiles. "
         f"Seeds (GPU layouts) {', '.join(map(str, result['seeds']))} (the sweep's: "
         f"{', '.join(map(str, result.get('sweep_seeds', result['seeds'])))}); mean JCT in seconds, mean over seeds "
         "[95% bootstrap interval]; ratio: geomean over workloads of mean(method) / mean(other); gain: 1 - ratio; "

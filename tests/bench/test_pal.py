@@ -8,7 +8,18 @@ import math
 
 import pytest
 
-from placement.bench.pal import CONFIGS, PROFILES, bench_pal, geomean_ratio, own_figures, pal_cluster
+from placement.bench.pal import (
+    CONFIGS,
+    PENALTY,
+    PROFILES,
+    SITES,
+    bench_pal,
+    geomean_ratio,
+    own_figures,
+    pal_cluster,
+    setup,
+    site_folder,
+)
 
 
 def test_the_geomean_ratio_is_over_workloads_of_the_means_over_seeds():
@@ -90,3 +101,33 @@ def test_pal_cluster_is_papers_shape():
     assert [s.gpus for s in c.servers] == [4] * 16 and {s.gpu_type for s in c.servers} == {"V100"}
     assert set(CONFIGS) == {"packed", "pm_first", "pal", "auto-known", "auto-estimated", "no-variability"}
     assert CONFIGS["no-variability"]["variability"] == ()
+
+
+def test_other_sites_draw_from_their_bundled_profiles(tmp_path):
+    """Frontera's and LS6's profiles (PAL's repository) ship with the package; a site's runs draw
+    every class's factors from its files, and Frontera's fleet is tamer than Longhorn's."""
+    import numpy as np
+
+    from placement.estimate.gpu_profiles import read_gpu_profiles
+
+    for site in ("frontera", "ls6"):
+        folder = site_folder(site, tmp_path)
+        variability = setup(folder, PENALTY, site)["variability"]
+        assert [v.split("=", 1)[0] for v in variability] == list(PROFILES)
+        for v in variability:
+            assert v.split("=", 1)[1].startswith(str(folder)) and v.endswith(SITES[site][v[0]])
+            assert (folder / SITES[site][v[0]]).is_file()
+    resnet = read_gpu_profiles(site_folder("frontera", tmp_path) / SITES["frontera"]["A"])[0]
+    assert np.percentile(resnet.run_factors, 95) < 1.1 and len(resnet.factors) > 250
+    data = tmp_path / "data"
+    data.mkdir()
+    jobs = ["job_id,num_gpus,submit_time,duration,model"] + [f"{i},{1 + i % 4},{30 * i},800,resnet50" for i in range(6)]
+    (data / "sia-philly-workload-1.csv").write_text("\n".join(jobs) + "\n")
+    out = tmp_path / "out"
+    res = bench_pal(data, out, site="ls6", workloads=[1], configs=["packed"], seeds=[0], penalties=[1.7], say=print)
+    assert res["site"] == "ls6" and "own" not in res and not res["failed"]
+    row = json.loads((out / "workload-1" / "penalty1.7" / "packed" / "runs.jsonl").read_text().splitlines()[0])
+    assert all(v.endswith("resnet-ls6-agg.csv") for v in row["config"]["variability"])
+    assert "ls6's profiles" in (out / "pal.md").read_text()
+    with pytest.raises(ValueError, match="unknown site"):
+        bench_pal(data, out, site="summit", workloads=[1], configs=["packed"], seeds=[0], penalties=[1.7])
