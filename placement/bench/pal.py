@@ -48,7 +48,7 @@ PROFILES = {"A": "resnet", "B": "bert", "C": "bert", "D": "pagerank"}
 SITES: dict[str, dict[str, str]] = {
     "longhorn": {c: f"{p}-longhorn-agg.csv" for c, p in PROFILES.items()},
     "frontera": {c: f"frontera-{p}-agg.csv" for c, p in PROFILES.items()},
-    "ls6": {c: "resnet-ls6-agg.csv" for c in PROFILES},
+    "ls6": dict.fromkeys(PROFILES, "resnet-ls6-agg.csv"),
 }
 """The measured fleets whose factors the GPUs are drawn from, class by class: TACC Longhorn (V100,
 PAL's setup, in the data folder), Frontera (Quadro RTX 5000) and Lonestar6 (A100; ResNet-50 only,
@@ -63,6 +63,8 @@ def site_folder(site: str, data: Path) -> Path:
     from importlib import resources
 
     return Path(str(resources.files("placement.instances").joinpath("gpu_profiles")))
+
+
 CONFIGS: dict[str, dict[str, Any]] = {
     "packed": {"method": "consolidate", "knowledge": "oracle"},
     "pm_first": {"method": "pm_first", "knowledge": "oracle"},
@@ -180,7 +182,16 @@ def bench_pal(
     sweep = tuple(seeds if sweep_seeds is None else sweep_seeds)
     swept = tuple(workloads if sweep_workloads is None else sweep_workloads)
     for (w, c, f), folder, todo in _runs(
-        data, profiles, site, out, sorted(set(workloads) | set(swept)), configs, tuple(dict.fromkeys(penalties)), seeds, sweep, swept
+        data,
+        profiles,
+        site,
+        out,
+        sorted(set(workloads) | set(swept)),
+        configs,
+        tuple(dict.fromkeys(penalties)),
+        seeds,
+        sweep,
+        swept,
     ):
         if report_only:
             labels = {r.label for r in todo}
