@@ -85,6 +85,7 @@ def instances(
     comm_terms: bool | None = None,
     gpu_factors: bool = False,
     locality_penalty: bool = False,
+    congestion: bool = False,
 ) -> Instance:
     """A valid instance built by construction.
 
@@ -95,7 +96,7 @@ def instances(
     all-reduce terms (``alpha``, ``gamma``) at some of the topology's bandwidth levels.
     ``gpu_factors``: servers with per-GPU factors (some by application class, some GPUs held
     named by index) and jobs naming classes.  ``locality_penalty``: a drawn penalty (1.0-3.0) on
-    jobs spread over two or more servers.
+    jobs spread over two or more servers.  ``congestion``: some switches carry a congestion law.
     """
     if not 1 <= min_servers <= max_servers:
         raise ValueError(f"need 1 <= min_servers <= max_servers, got {min_servers}, {max_servers}")
@@ -119,7 +120,9 @@ def instances(
     # topology: servers on racks, racks on a core; or a random connected graph
     n_racks = draw(st.integers(1, min(3, n)))
     bw = st.sampled_from([25.0, 50.0, 100.0, 200.0])
-    switches = [Switch("core")] + [Switch(f"r{r}") for r in range(n_racks)]
+    switches = [
+        Switch(w, draw(slowdowns()) if congestion else Slowdown()) for w in ["core"] + [f"r{r}" for r in range(n_racks)]
+    ]
     links = [Link(f"r{r}", "core", draw(bw)) for r in range(n_racks)]
     rack_of = [draw(st.integers(0, n_racks - 1)) for _ in range(n)]
     isolated = draw(st.integers(0, n - 1)) if disc and n > 1 else None

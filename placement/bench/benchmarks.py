@@ -446,20 +446,23 @@ def main(argv: list[str] | None = None) -> None:
         if set(chosen) - set(PAL_CONFIGS):
             ap.error(f"unknown configuration {', '.join(sorted(set(chosen) - set(PAL_CONFIGS)))}")
         out = Path(a.out or ("benchmarks/pal" if a.site == "longhorn" else f"benchmarks/pal-{a.site}"))
-        bench_pal(
-            Path(a.data) if a.data else base / "pal-variability",
-            out,
-            site=a.site,
-            workloads=[int(x) for x in a.workloads.split(",")],
-            configs=chosen,
-            seeds=[int(x) for x in a.seeds.split(",")],
-            penalties=[float(x) for x in a.penalties.split(",")],
-            sweep_seeds=[int(x) for x in a.sweep_seeds.split(",")] if a.sweep_seeds else None,
-            sweep_workloads=[int(x) for x in a.sweep_workloads.split(",")] if a.sweep_workloads else None,
-            own=Path(a.own),
-            parallel=a.parallel,
-            report_only=a.report_only,
-        )
+        try:
+            bench_pal(
+                Path(a.data) if a.data else base / "pal-variability",
+                out,
+                site=a.site,
+                workloads=[int(x) for x in a.workloads.split(",")],
+                configs=chosen,
+                seeds=[int(x) for x in a.seeds.split(",")],
+                penalties=[float(x) for x in a.penalties.split(",")],
+                sweep_seeds=[int(x) for x in a.sweep_seeds.split(",")] if a.sweep_seeds else None,
+                sweep_workloads=[int(x) for x in a.sweep_workloads.split(",")] if a.sweep_workloads else None,
+                own=Path(a.own),
+                parallel=a.parallel,
+                report_only=a.report_only,
+            )
+        except FileNotFoundError as e:  # PAL's workloads or profiles not where --data says
+            ap.error(f"{e} (give --data or PLACEMENT_DATA)")
         print((out / "pal.md").read_text())
         return
     if a.what == "peers":

@@ -6,7 +6,11 @@ vectorised with numpy over all jobs of a placement (the kernel is
 :meth:`placement.problem.EvalIndex.expected_max`); a parameter-server job adds its push/pull
 phase, a second expected maximum over its shards' servers (:mod:`placement.problem.shards`);
 a hybrid-parallel job's pipeline is the kernel with its stage-boundary shifts, times its slots,
-plus its stages' data-parallel all-reduce (:mod:`placement.problem.hybrid`).
+plus its stages' data-parallel all-reduce (:mod:`placement.problem.hybrid`).  Congested domains
+(:mod:`placement.problem.congestion`): an all-reduce job's communication times ``E[max L]`` of
+the domains it crosses; a parameter-server or hybrid job's phases evaluated at each value of
+that maximum and weighed by its probability (the congestion is independent of the servers'
+draws, so this is exact).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from types import MappingProxyType
 
 from placement.model.records import Assignment, GpuChoice, Instance, JobReport, Stages
 from placement.problem.arrays import arrays_of, job_groups
+from placement.problem.congestion import congestion_of
 from placement.problem.gpus import choose_gpus, is_factored, worst_factors
 from placement.problem.hybrid import best_stages, hybrid_phase, matrix_pos, pipeline_slots
 from placement.problem.rules import comm_ms, spread_factor, weight_factor
@@ -80,6 +85,7 @@ def evaluate(
         coefs = [[idx.base_a(jp, sp) * fstar.get((jp, sp), 1.0) for sp in sps] for jp, sps in groups]
     e, ideal, strag = idx.expected_max(groups, coefs)
     cluster = cluster_of(instance)
+    cong = congestion_of(instance)
     # parameter-server jobs: the push/pull phase, one batched kernel call
     ps_items = []
     for jp, _ in groups:
@@ -120,11 +126,28 @@ def evaluate(
             ideal_t = parts[job.id][0] + parts[job.id][1]
             p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]), fstar)
             n_servers = len(set(x) | set(z))
+            if cong.any:  # its push/pull phase at each value of its congestion, weighed
+                law = cong.of([instance.servers[sp].id for sp in sorted(set(x) | set(z))])[2]
+                if law[0].size > 1 or law[0][0] > 1.0:
+                    push, p_strag = 0.0, 0.0
+                    for lv, lp in zip(*law):
+                        push += lp * float(ps_phase(instance, [(jp, x, z)], float(lv))[0][0])
+                        args = (float(ideal[g]), float(ps_ideal[k]), fstar, float(lv))
+                        p_strag += lp * ps_straggler(instance, jp, x, z, *args)
+                    exp_t = float(e[g]) + push
         elif jp in hy_at:
             k = hy_at[jp]
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
             exp_t, ideal_t, p_strag = float(hy_e[k]), float(hy_ideal[k]), float(hy_strag[k])
+            if cong.any:  # its pipeline and sync at each value of its congestion, weighed
+                law = cong.of(ids)[2]
+                if law[0].size > 1 or law[0][0] > 1.0:
+                    exp_t, p_strag = 0.0, 0.0
+                    for lv, lp in zip(*law):
+                        le, li, ls, _ = hybrid_phase(instance, [hy_items[k]], fstar, float(lv))
+                        exp_t += lp * float(le[0])
+                        p_strag += lp * (1.0 if float(li[0]) > ideal_t * (1 + 1e-12) else float(ls[0]))
             compute = pipeline_slots(job) * float(
                 max(idx.a(jp, sp) if fstar is None else idx.base_a(jp, sp) * fstar.get((jp, sp), 1.0) for sp in sps)
             )
@@ -139,6 +162,10 @@ def evaluate(
             parts[job.id] = (float(ideal[g]), c)
             exp_t, ideal_t, p_strag = float(e[g]) + c, float(ideal[g]) + c, float(strag[g])
             n_servers = len(sps)
+            if cong.any and c > 0:  # its all-reduce times the largest congestion it crosses
+                mean_l, slow_l, _ = cong.of(ids)
+                exp_t += c * (mean_l - 1.0)
+                p_strag = 1.0 - (1.0 - p_strag) * (1.0 - slow_l)
         if instance.locality_penalty != 1.0:  # the whole iteration, on two or more servers
             pen = spread_factor(instance, n_servers)
             exp_t, ideal_t = pen * exp_t, pen * ideal_t

@@ -11,6 +11,7 @@ import numpy as np
 
 from placement.model.records import Assignment, GpuChoice, Instance, Stages
 from placement.problem.arrays import arrays_of, job_groups
+from placement.problem.congestion import congestion_of
 from placement.problem.gpus import choose_gpus, job_factors
 from placement.problem.hybrid import best_stages, matrix_pos
 from placement.problem.rules import comm_ms, p2p_ms, stage_sync_ms, weight_factor
@@ -47,7 +48,9 @@ def monte_carlo(
     draws; a hybrid job's iteration is the literal per-group formula over its ``stages`` (the
     evaluator's mapping when not given): ``(m + pp - 1) max_g (a S + p_g) + max_s D_s``.
     On servers with per-GPU factors each worker is drawn on its own GPU, ``a f_g S`` (its GPUs
-    ``gpus``, or the evaluator's rule's); a hybrid job's groups on a server all at its slowest."""
+    ``gpus``, or the evaluator's rule's); a hybrid job's groups on a server all at its slowest.
+    Each congested domain draws its ``L`` once per iteration; a job's traffic between servers
+    takes the largest ``L`` of the domains it crosses times longer."""
     if samples < 2:
         raise ValueError(f"The 'samples' parameter of monte_carlo must be an int >= 2. Got {samples!r} instead.")
     rng = np.random.default_rng(seed)
@@ -71,6 +74,8 @@ def monte_carlo(
         scen = draw(np.arange(len(idx.scenario_probs)), idx.scenario_probs).astype(int)
         S = {sp: idx.table[sp][scen] for sp in used}
     held = choose_gpus(instance, assignment, gpus)
+    cong = congestion_of(instance)  # one draw per congested domain per iteration
+    L = {d: draw(*law) for d, law in sorted(cong.laws.items())}
     total = np.zeros(samples)
     jobs: dict[str, tuple[float, float]] = {}
     for jp, sps in groups:
@@ -84,6 +89,10 @@ def monte_carlo(
                 draws[sp] = idx.over_row[(jp, sp)][scen]
             else:
                 draws[sp] = S[sp]
+        crossed = cong.crossed([instance.servers[sp].id for sp in sorted(set(sps) | set(z))])
+        lmax = np.ones(samples)
+        for d in crossed:
+            lmax = np.maximum(lmax, L[d])
         t = np.zeros(samples)
         mine = held.get(job.id, {})
         for sp in sps:  # worker by worker, each on its GPU
@@ -95,17 +104,18 @@ def monte_carlo(
                 sp: max((job_factors(instance, jp, sp)[g] for g in mine.get(instance.servers[sp].id, ())), default=1.0)
                 for sp in sps
             }
-            t = _hybrid_draws(instance, jp, assignment, stages, draws, worst)
+            t = _hybrid_draws(instance, jp, assignment, stages, draws, worst, lmax)
         elif z:
             x = {pos[s]: int(k) for s, k in assignment[job.id].items() if k > 0}
-            shard_sps, coefs, _ = ps_coefs(instance, job, x, z)
+            shard_sps, local, _ = ps_coefs(instance, job, x, z, 0.0)  # the traffic within servers
+            _, both, _ = ps_coefs(instance, job, x, z)
             push = np.zeros(samples)
-            for sp, c in zip(shard_sps, coefs):
-                push = np.maximum(push, c * draws[sp])
+            for sp, c0, c1 in zip(shard_sps, local, both):
+                push = np.maximum(push, (c0 + (c1 - c0) * lmax) * draws[sp])
             t = t + push
         else:
             ids = [instance.servers[sp].id for sp in sps]
-            t = t + comm_ms(job, cluster_of(instance).bandwidth(ids), len(ids), instance.terms_by_bandwidth)
+            t = t + lmax * comm_ms(job, cluster_of(instance).bandwidth(ids), len(ids), instance.terms_by_bandwidth)
         jobs[job.id] = (float(t.mean()), float(1.96 * t.std(ddof=1) / math.sqrt(samples)))
         total += weight_factor(instance, job) * t
     return MonteCarloResult(
@@ -124,8 +134,10 @@ def _hybrid_draws(
     stages: Stages | None,
     draws: Mapping[int, np.ndarray],
     worst: Mapping[int, float],
+    lmax: np.ndarray,
 ) -> np.ndarray:
-    """A hybrid job's sampled iteration times, group by group (DESIGN.md's formula as written)."""
+    """A hybrid job's sampled iteration times, group by group (DESIGN.md's formula as written),
+    every transfer between two servers ``lmax`` times slower."""
     job = instance.jobs[jp]
     idx = arrays_of(instance)
     cluster = cluster_of(instance)
@@ -140,10 +152,13 @@ def _hybrid_draws(
     slowest = np.zeros(len(next(iter(draws.values()))))
     for s in range(pp):
         for r, sp in enumerate(m[s]):
-            p = 0.0
+            p: float | np.ndarray = 0.0
             if s < pp - 1:
                 pair = [ids[s][r], ids[s + 1][r]]
-                p = p2p_ms(job, cluster.bandwidth(pair))
+                p = p2p_ms(job, cluster.bandwidth(pair)) * (lmax if pair[0] != pair[1] else 1.0)
             slowest = np.maximum(slowest, idx.base_a(jp, sp) * worst.get(sp, 1.0) * draws[sp] + p)
-    sync = max(stage_sync_ms(job, cluster.bandwidth(row)) for row in ids)
-    return (job.microbatches + pp - 1) * slowest + sync
+    sync = np.zeros_like(lmax)
+    for row in ids:
+        sync = np.maximum(sync, stage_sync_ms(job, cluster.bandwidth(row)) * (lmax if len(set(row)) > 1 else 1.0))
+    out: np.ndarray = (job.microbatches + pp - 1) * slowest + sync
+    return out

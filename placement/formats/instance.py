@@ -115,6 +115,8 @@ def _semantic_problems(data: Any) -> list[str]:
                         "scenario table, which replaces the per-server distributions"
                     )
                 _check_distribution(n["slowdown"], f"topology.nodes[{i}].slowdown", problems)
+        elif n.get("kind") == "switch" and "congestion" in n:
+            _check_distribution(n["congestion"], f"topology.nodes[{i}].congestion", problems)
     servers = {k for k, v in kinds.items() if v == "server"}
     if not servers and nodes:
         problems.append("topology.nodes must contain at least one server")
@@ -306,7 +308,7 @@ def _build(data: Mapping[str, Any]) -> Instance:
                 )
             )
         else:
-            switches.append(Switch(n["id"]))
+            switches.append(Switch(n["id"], _slowdown(n["congestion"]) if "congestion" in n else Slowdown()))
     links = tuple(Link(e["source"], e["target"], float(e["bandwidth_gbps"])) for e in edges)
     scen = None
     if "scenarios" in data:
@@ -453,7 +455,14 @@ def instance_to_dict(inst: Instance) -> dict[str, Any]:
         if inst.scenarios is None and not (s.slowdown.values == (1.0,) and s.slowdown.probs == (1.0,)):
             n["slowdown"] = _slowdown_dict(s.slowdown)
         nodes.append(n)
-    nodes += [{"id": w.id, "kind": "switch"} for w in inst.switches]
+    nodes += [
+        {
+            "id": w.id,
+            "kind": "switch",
+            **({} if w.congestion.is_trivial else {"congestion": _slowdown_dict(w.congestion)}),
+        }
+        for w in inst.switches
+    ]
     jobs = [job_to_dict(j) for j in inst.jobs]
     out: dict[str, Any] = {
         "format": INSTANCE_FORMAT,

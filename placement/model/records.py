@@ -156,7 +156,11 @@ class Server:
 
 @dataclass(frozen=True)
 class Switch:
+    """A switch; ``congestion`` is the law ``L >= 1`` of the bandwidth domain it lies in (a job's
+    communication across that domain takes ``L`` times longer; default 1)."""
+
     id: str
+    congestion: Slowdown = NO_SLOWDOWN
 
 
 @dataclass(frozen=True)

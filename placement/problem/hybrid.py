@@ -98,15 +98,19 @@ def _set_bw(instance: Instance, sps: Sequence[int]) -> float:
     return cluster_of(instance).bandwidth([instance.servers[sp].id for sp in sorted(set(sps))])
 
 
-def stage_terms(instance: Instance, job: Job, m: PosMatrix) -> HybridTerms:
-    """``q`` per server and ``D`` per stage of job ``job`` mapped as ``m``."""
+def stage_terms(instance: Instance, job: Job, m: PosMatrix, cong: float = 1.0) -> HybridTerms:
+    """``q`` per server and ``D`` per stage of job ``job`` mapped as ``m``; with ``cong`` > 1
+    every transfer between two servers takes ``cong`` times longer (the job's congestion)."""
     pp = len(m)
     q: dict[int, float] = {}
     for s in range(pp):
         for r, sp in enumerate(m[s]):
-            p = p2p_ms(job, _pair_bw(instance, sp, m[s + 1][r])) if s < pp - 1 else 0.0
+            p = 0.0
+            if s < pp - 1:
+                nxt = m[s + 1][r]
+                p = p2p_ms(job, _pair_bw(instance, sp, nxt) / (cong if nxt != sp else 1.0))
             q[sp] = max(q.get(sp, 0.0), p)
-    d = [stage_sync_ms(job, _set_bw(instance, row)) for row in m]
+    d = [stage_sync_ms(job, _set_bw(instance, row) / (cong if len(set(row)) > 1 else 1.0)) for row in m]
     servers = sorted(q)
     return HybridTerms(servers, [q[sp] for sp in servers], d)
 
@@ -120,15 +124,17 @@ def hybrid_phase(
     instance: Instance,
     items: Sequence[tuple[int, PosMatrix]],
     factors: Mapping[tuple[int, int], float] | None = None,
+    cong: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[HybridTerms]]:
     """For each ``(job position, matrix)``: ``E[T]``, ``T°``, ``P(T > T°)`` and the terms
     (one batched kernel call).  ``factors``, on an instance with per-GPU factors: the largest
     factor of a job's GPUs on a server, by ``(job, server)`` position (absent 1): every group of the job on that server
-    computes at it (the model's rule: a server's groups run at its slowest GPU)."""
+    computes at it (the model's rule: a server's groups run at its slowest GPU).  ``cong``: the
+    congestion on every transfer between servers (:func:`stage_terms`)."""
     if not items:
         z = np.zeros(0)
         return z, z, z, []
-    terms = [stage_terms(instance, instance.jobs[jp], m) for jp, m in items]
+    terms = [stage_terms(instance, instance.jobs[jp], m, cong) for jp, m in items]
     groups = [(jp, t.servers) for (jp, _), t in zip(items, terms)]
     idx = arrays_of(instance)
     coefs = None

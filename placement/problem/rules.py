@@ -111,17 +111,20 @@ def comm_ms_each(job: Job, bandwidths: np.ndarray, terms: Mapping[float, CommTer
     return np.array([comm_floor_ms(job, float(b), terms, min_servers) for b in values])[inv.reshape(-1)]
 
 
-def ps_comm_ms(job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float) -> float:
+def ps_comm_ms(
+    job: Job, shards: int, local_workers: int, bandwidth_gbps: float, intra_gbps: float, cong: float = 1.0
+) -> float:
     """Push/pull time of the ``shards`` of a parameter-server job on one server at S = 1:
-    ``8 * 2 * z (G/P) (R / B + L / intra)`` ms, with L = ``local_workers`` on that server and
-    R = the others (inf when a remote worker has no bandwidth)."""
+    ``8 * 2 * z (G/P) (cong R / B + L / intra)`` ms, with L = ``local_workers`` on that server,
+    R = the others (inf when a remote worker has no bandwidth) and ``cong`` the congestion on the
+    traffic between servers."""
     if shards <= 0:
         return 0.0
     remote = job.workers - local_workers
     per = 8.0 * 2.0 * shards * job.gradient_mb / job.shards
     t = 0.0
     if remote > 0:
-        t += math.inf if bandwidth_gbps <= 0 else remote / bandwidth_gbps
+        t += math.inf if bandwidth_gbps <= 0 else cong * remote / bandwidth_gbps
     if local_workers > 0:
         t += local_workers / intra_gbps
     return per * t

@@ -51,23 +51,24 @@ def _bandwidth(instance: Instance, x: Mapping[int, int], z: Mapping[int, int]) -
 
 
 def ps_coefs(
-    instance: Instance, job: Job, x: Mapping[int, int], z: Mapping[int, int]
+    instance: Instance, job: Job, x: Mapping[int, int], z: Mapping[int, int], cong: float = 1.0
 ) -> tuple[list[int], list[float], float]:
-    """``(shard servers, c[m] on each, B)`` of a parameter-server job (server positions)."""
+    """``(shard servers, c[m] on each, B)`` of a parameter-server job (server positions), its
+    traffic between servers ``cong`` times slower."""
     bw = _bandwidth(instance, x, z)
     sps = sorted(sp for sp, k in z.items() if k > 0)
     intra = [instance.servers[sp].intra_bandwidth_gbps for sp in sps]
-    return sps, [ps_comm_ms(job, z[sp], x.get(sp, 0), bw, i) for sp, i in zip(sps, intra)], bw
+    return sps, [ps_comm_ms(job, z[sp], x.get(sp, 0), bw, i, cong) for sp, i in zip(sps, intra)], bw
 
 
 def ps_phase(
-    instance: Instance, items: Sequence[tuple[int, Mapping[int, int], Mapping[int, int]]]
+    instance: Instance, items: Sequence[tuple[int, Mapping[int, int], Mapping[int, int]]], cong: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """For each ``(job position, x, z)``: the push/pull phase's ``E[max_m c_m S_m]``, its
-    ideal ``max_m c_m``, and ``B`` (one batched kernel call)."""
+    ideal ``max_m c_m``, and ``B`` (one batched kernel call), at congestion ``cong``."""
     groups, coefs, bws = [], [], []
     for jp, x, z in items:
-        sps, c, bw = ps_coefs(instance, instance.jobs[jp], x, z)
+        sps, c, bw = ps_coefs(instance, instance.jobs[jp], x, z, cong)
         groups.append((jp, sps))
         coefs.append(c)
         bws.append(bw)
@@ -85,14 +86,15 @@ def ps_straggler(
     ideal_compute: float,
     ideal_comm: float,
     factors: Mapping[tuple[int, int], float] | None = None,
+    cong: float = 1.0,
 ) -> float:
     """``P(T_j > T°_j)``: 1 - P(every server of the job keeps both its phases at their ideal
     maxima), one draw per server for both phases (``factors``, on an instance with per-GPU
     factors: the largest factor of the job's GPUs on a server, by ``(job, server)`` position,
-    absent 1)."""
+    absent 1), the push/pull phase at congestion ``cong`` against the ideals given."""
     idx = arrays_of(instance)
     job = instance.jobs[jp]
-    sps, c, _ = ps_coefs(instance, job, x, z)
+    sps, c, _ = ps_coefs(instance, job, x, z, cong)
     cm = dict(zip(sps, c))
     keep: float | np.ndarray = 1.0
     for sp in sorted(set(x) | set(z)):

@@ -152,19 +152,26 @@ class Cluster:
         # its children carry servers; otherwise it passes through to its only carrier.
         pending: list[tuple[object, int | None, int]] = [(r, None, 0) for r in roots]
         raw: list[tuple[float, list[str], int | None, int]] = []
+        self.switch_domain: dict[str, int | None] = {}
+        """Each switch's bandwidth domain: the innermost one holding it (``None``: none does)."""
         while pending:
             t, par, depth = pending.pop()
             if t not in tree_bw:
                 if t in server_set:
                     self._server_domain[t] = par
+                else:
+                    self.switch_domain[str(t)] = par
                 continue
             carriers = [c for c in tree_children[t] if (c in server_set) or (c in tree_bw and servers_under(c))]
+            here = par
             if len(carriers) >= 2:
-                idx = len(raw)
+                here = idx = len(raw)
                 raw.append((tree_bw[t], servers_under(t), par, depth))
                 pending.extend((c, idx, depth + 1) for c in carriers)
             elif len(carriers) == 1:
                 pending.append((carriers[0], par, depth))
+            # switches off the servers' paths (in subtrees without servers) lie in this domain
+            pending.extend((c, here, depth + 1) for c in tree_children[t] if c not in carriers)
         children: dict[int, list[int]] = {i: [] for i in range(len(raw))}
         for i, (_, _, par, _) in enumerate(raw):
             if par is not None:
