@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from placement.formulations.congestion import CongIndex
 from placement.formulations.index import GpuLevel, JobIndex, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.quiet import interruptible_cpsat
 from placement.model.records import Assignment, Instance
@@ -217,6 +218,8 @@ def _build(
                     lows.append(R * p - prev)
                 m.add_max_equality(g, lows)  # not empty: some q < 1
                 exp_terms.append((dt / R, g))
+        if j.cong is not None:  # the congestion of the domains it crosses
+            exp_terms += _congestion(m, j, j.cong, tag, p, ys, zs)
         if j.shards is not None:
             chosen = None if start_alloc is None else start_modes(inst, j, start_alloc, start_shards.get(job.id, {}))
             exp_terms += _push_pull(m, scale, j, tag, p, xs, ys, zs, probs, shard_pairs, modes, chosen, hints)
@@ -367,6 +370,49 @@ def _push_pull(
         m.add(g == R * p - prev)
         terms.append((dt / R, g))
     return terms
+
+
+def _congestion(
+    m: Any, j: JobIndex, c: CongIndex, tag: str, p: Any, ys: list[Any], zs: list[Any]
+) -> list[tuple[float, Any]]:
+    """Job ``j``'s congestion cost as ``(ms per unit, variable)`` terms: the MILP's rows
+    (:mod:`~placement.formulations.congestion`) in units of ``1/R``, every product rounded up
+    (so the cost down: a relaxation) and every variable pinned to the value it stands for."""
+    R = CPSAT_PROB_UNITS
+    v = []
+    for di, (units, holders) in enumerate(zip(c.units, c.holders)):
+        vd = m.new_bool_var(f"cv_{tag}_{di}")
+        zd = sum(zs[h] for h in holders)
+        for i in units:
+            m.add(vd >= ys[i] + zd - 1)
+        m.add(vd <= zd)
+        m.add(vd <= sum(ys[i] for i in units))
+        v.append(vd)
+    homes = sorted({h for hs in c.holders for h in hs if j.homes[h].comm_ms > 0})
+    out: list[tuple[float, Any]] = []
+    for k in range(len(c.dl)):
+        hk = m.new_int_var(0, R, f"cH_{tag}_{k}")
+        lows: list[Any] = [R * vd for di, vd in enumerate(v) if c.r[k, di] <= 0]
+        chain = [(float(c.r[k, di]), vd) for di, vd in enumerate(v) if 0 < c.r[k, di] < 1]
+        if chain:
+            prev = m.new_int_var(0, R, f"cpi0_{tag}_{k}")
+            m.add(prev == R * p)
+            for mm, (rv, lit) in enumerate(chain):
+                pi = m.new_int_var(0, R, f"cpi_{tag}_{k}_{mm}")
+                _pinned(m, pi, prev, int(math.ceil(rv * R)), lit)
+                m.add(pi == prev).only_enforce_if(~lit)
+                prev = pi
+            lows.append(R * p - prev)
+        if not lows:
+            continue
+        m.add_max_equality(hk, lows)
+        for h in homes:
+            w = m.new_int_var(0, R, f"cz_{tag}_{k}_{h}")  # = hk where z_h, else 0
+            m.add(w >= hk - R * (1 - zs[h]))
+            m.add(w <= hk)
+            m.add(w <= R * zs[h])
+            out.append((j.homes[h].comm_ms * float(c.dl[k]) / R, w))
+    return out
 
 
 def _pinned(m: Any, pi: Any, prev: Any, f: int, lit: Any) -> None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from placement.evaluation.bounds import ps_floor_of, spread_lower_bound
+from placement.formulations.congestion import CongIndex, cong_index
 from placement.formulations.gpu_levels import (
     GpuEntry,
     GpuLevel,
@@ -198,6 +199,8 @@ class JobIndex:
     (:func:`placement.evaluation.bounds.spread_lower_bound`, at least the least ``score``)."""
     gpus: list[GpuEntry] = field(default_factory=list)
     """Its GPU choices on the servers with per-GPU factors (``a`` there is on the least)."""
+    cong: CongIndex | None = None
+    """Its congested domains, when the models price them (:mod:`~placement.formulations.congestion`)."""
 
 
 @dataclass
@@ -417,7 +420,9 @@ def index_instance(instance: Instance, *, cutoff: float | None = None, aggregate
             ji.dt = np.diff(np.concatenate(([0.0], t)))
             ji.q = q
             ji.upper_ms = float(t[-1])
-        ji.upper_ms += max((h.comm_ms + max(0.0, 2.0 * h.gamma_ms) for h in homes), default=0.0)
+        ji.cong = cong_index(instance, ji)
+        worst_l = 1.0 if ji.cong is None else ji.cong.upper()
+        ji.upper_ms += max((worst_l * h.comm_ms + max(0.0, 2.0 * h.gamma_ms) for h in homes), default=0.0)
         if zroom is not None and homes:
             ji.shards = _shard_index(instance, jp, sps, cap, homes, zroom, probs)
             ji.upper_ms += _shard_upper(ji.shards, probs)

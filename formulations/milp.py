@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from placement.formulations.congestion import milp_congestion
 from placement.formulations.index import GpuLevel, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.milp_push_pull import push_pull
 from placement.formulations.milp_solvers import pulp_solver
@@ -182,6 +183,8 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                     prob += w <= zg
                     prob += w <= c
                     comm = comm + gamma * 2.0 * (k - 1) / k * w
+        if j.cong is not None:  # the congestion of the domains it crosses, exact
+            comm = comm + milp_congestion(prob, j, j.cong, tag, p, ys, zs)
         if probs is not None:
             assert j.scen_time is not None and j.scen_floor is not None
             taus = []

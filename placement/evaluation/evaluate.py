@@ -126,28 +126,11 @@ def evaluate(
             ideal_t = parts[job.id][0] + parts[job.id][1]
             p_strag = ps_straggler(instance, jp, x, z, float(ideal[g]), float(ps_ideal[k]), fstar)
             n_servers = len(set(x) | set(z))
-            if cong.any:  # its push/pull phase at each value of its congestion, weighed
-                law = cong.of([instance.servers[sp].id for sp in sorted(set(x) | set(z))])[2]
-                if law[0].size > 1 or law[0][0] > 1.0:
-                    push, p_strag = 0.0, 0.0
-                    for lv, lp in zip(*law):
-                        push += lp * float(ps_phase(instance, [(jp, x, z)], float(lv))[0][0])
-                        args = (float(ideal[g]), float(ps_ideal[k]), fstar, float(lv))
-                        p_strag += lp * ps_straggler(instance, jp, x, z, *args)
-                    exp_t = float(e[g]) + push
         elif jp in hy_at:
             k = hy_at[jp]
             ids = [instance.servers[sp].id for sp in sps]
             bw = cluster.bandwidth(ids)
             exp_t, ideal_t, p_strag = float(hy_e[k]), float(hy_ideal[k]), float(hy_strag[k])
-            if cong.any:  # its pipeline and sync at each value of its congestion, weighed
-                law = cong.of(ids)[2]
-                if law[0].size > 1 or law[0][0] > 1.0:
-                    exp_t, p_strag = 0.0, 0.0
-                    for lv, lp in zip(*law):
-                        le, li, ls, _ = hybrid_phase(instance, [hy_items[k]], fstar, float(lv))
-                        exp_t += lp * float(le[0])
-                        p_strag += lp * (1.0 if float(li[0]) > ideal_t * (1 + 1e-12) else float(ls[0]))
             compute = pipeline_slots(job) * float(
                 max(idx.a(jp, sp) if fstar is None else idx.base_a(jp, sp) * fstar.get((jp, sp), 1.0) for sp in sps)
             )

@@ -24,6 +24,7 @@ from __future__ import annotations
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.ranking import placement_key
 from placement.evaluation.validate import validate
+from placement.formulations.congestion import unmodelled_jobs
 from placement.formulations.cpsat import CpSatBackend
 from placement.formulations.milp import MilpBackend
 from placement.methods.greedy import greedy
@@ -115,6 +116,8 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
     # hybrid jobs' communication is not in the model (their stages are mapped after it): its
     # status proves nothing for them, only the gap to its bound does
     ruled += sorted(j for j in assignment if instance.job_by_id[j].is_hybrid)
+    # congestion the model does not price (parameter-server, hybrid, fitted gamma): the same
+    ruled += unmodelled_jobs(instance, assignment)
     true = evaluate(instance, assignment, shards, None, gpus).objective
     gap_ok = bound is not None and true - bound <= backend.optimal_rtol * max(1.0, abs(true))
     proven = res.termination is Termination.OPTIMAL and ((backend.trust_status and not ruled) or gap_ok)

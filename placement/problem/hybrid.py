@@ -30,6 +30,7 @@ import numpy as np
 
 from placement.model.records import Assignment, Instance, Job, StageMatrix, Stages
 from placement.problem.arrays import arrays_of
+from placement.problem.congestion import congestion_of
 from placement.problem.rules import p2p_ms, stage_sync_ms
 from placement.problem.topology import cluster_of
 
@@ -124,16 +125,31 @@ def hybrid_phase(
     instance: Instance,
     items: Sequence[tuple[int, PosMatrix]],
     factors: Mapping[tuple[int, int], float] | None = None,
-    cong: float = 1.0,
+    cong: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[HybridTerms]]:
     """For each ``(job position, matrix)``: ``E[T]``, ``T°``, ``P(T > T°)`` and the terms
     (one batched kernel call).  ``factors``, on an instance with per-GPU factors: the largest
     factor of a job's GPUs on a server, by ``(job, server)`` position (absent 1): every group of the job on that server
     computes at it (the model's rule: a server's groups run at its slowest GPU).  ``cong``: the
-    congestion on every transfer between servers (:func:`stage_terms`)."""
+    congestion on every transfer between servers (:func:`stage_terms`); ``None``: the job's own
+    (the largest ``L`` of the domains its servers cross), exact by conditioning on its value."""
     if not items:
         z = np.zeros(0)
         return z, z, z, []
+    if cong is None:
+        e, ideal, strag, terms = hybrid_phase(instance, items, factors, 1.0)
+        cg = congestion_of(instance)
+        if cg.any:
+            for i, (jp, m) in enumerate(items):
+                law = cg.of([instance.servers[sp].id for sp in sorted({sp for row in m for sp in row})])[2]
+                if law[0][-1] <= 1.0:
+                    continue
+                e[i] = strag[i] = 0.0
+                for lv, lp in zip(*law):
+                    le, li, ls, _ = hybrid_phase(instance, [(jp, m)], factors, float(lv))
+                    e[i] += lp * le[0]
+                    strag[i] += lp * (1.0 if li[0] > ideal[i] * (1 + 1e-12) else ls[0])
+        return e, ideal, strag, terms
     terms = [stage_terms(instance, instance.jobs[jp], m, cong) for jp, m in items]
     groups = [(jp, t.servers) for (jp, _), t in zip(items, terms)]
     idx = arrays_of(instance)

@@ -28,6 +28,7 @@ import numpy as np
 
 from placement.model.records import Assignment, Instance, Job
 from placement.problem.arrays import arrays_of
+from placement.problem.congestion import congestion_of
 from placement.problem.rules import ps_comm_ms
 from placement.problem.topology import cluster_of
 
@@ -62,10 +63,19 @@ def ps_coefs(
 
 
 def ps_phase(
-    instance: Instance, items: Sequence[tuple[int, Mapping[int, int], Mapping[int, int]]], cong: float = 1.0
+    instance: Instance, items: Sequence[tuple[int, Mapping[int, int], Mapping[int, int]]], cong: float | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """For each ``(job position, x, z)``: the push/pull phase's ``E[max_m c_m S_m]``, its
-    ideal ``max_m c_m``, and ``B`` (one batched kernel call), at congestion ``cong``."""
+    ideal ``max_m c_m``, and ``B`` (one batched kernel call), at congestion ``cong``; ``None``:
+    the job's own (the largest ``L`` of the domains its workers' and shards' servers cross),
+    exact by conditioning on its value (it is independent of the servers' draws)."""
+    if cong is None:
+        e, ideal, bws = ps_phase(instance, items, 1.0)
+        for i, (jp, x, z) in enumerate(items):
+            law = _law(instance, x, z)
+            if law is not None:
+                e[i] = sum(lp * float(ps_phase(instance, [(jp, x, z)], float(lv))[0][0]) for lv, lp in zip(*law))
+        return e, ideal, bws
     groups, coefs, bws = [], [], []
     for jp, x, z in items:
         sps, c, bw = ps_coefs(instance, instance.jobs[jp], x, z, cong)
@@ -78,6 +88,15 @@ def ps_phase(
     return e, ideal, bws
 
 
+def _law(instance: Instance, x: Mapping[int, int], z: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The law of the largest congestion a job on ``x`` with shards ``z`` crosses (``None``: 1)."""
+    cg = congestion_of(instance)
+    if not cg.any:
+        return None
+    law = cg.of([instance.servers[sp].id for sp in sorted(set(x) | set(z))])[2]
+    return law if law[0][-1] > 1.0 else None
+
+
 def ps_straggler(
     instance: Instance,
     jp: int,
@@ -86,12 +105,19 @@ def ps_straggler(
     ideal_compute: float,
     ideal_comm: float,
     factors: Mapping[tuple[int, int], float] | None = None,
-    cong: float = 1.0,
+    cong: float | None = None,
 ) -> float:
     """``P(T_j > T°_j)``: 1 - P(every server of the job keeps both its phases at their ideal
     maxima), one draw per server for both phases (``factors``, on an instance with per-GPU
     factors: the largest factor of the job's GPUs on a server, by ``(job, server)`` position,
-    absent 1), the push/pull phase at congestion ``cong`` against the ideals given."""
+    absent 1), the push/pull phase at congestion ``cong`` against the ideals given (``None``:
+    the job's own congestion, weighed over its values)."""
+    if cong is None:
+        law = _law(instance, x, z)
+        if law is None:
+            return ps_straggler(instance, jp, x, z, ideal_compute, ideal_comm, factors, 1.0)
+        args = (ideal_compute, ideal_comm, factors)
+        return float(sum(lp * ps_straggler(instance, jp, x, z, *args, float(lv)) for lv, lp in zip(*law)))
     idx = arrays_of(instance)
     job = instance.jobs[jp]
     sps, c, _ = ps_coefs(instance, job, x, z, cong)

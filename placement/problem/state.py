@@ -11,9 +11,10 @@ import numpy as np
 
 from placement.model.records import Assignment, Instance
 from placement.problem.arrays import arrays_of
+from placement.problem.congestion import congestion_of
 from placement.problem.hybrid import best_stages, pipeline_slots
 from placement.problem.rules import comm_ms, meets_deadline, moves, spread_factor, weight_factor, worker_room
-from placement.problem.shards import place_shards, ps_coefs, shard_room
+from placement.problem.shards import place_shards, ps_coefs, ps_phase, shard_room
 from placement.problem.topology import cluster_of
 
 __all__ = ["State"]
@@ -29,6 +30,7 @@ class State:
         self.instance = instance
         self.idx = arrays_of(instance)
         self.cluster = cluster_of(instance)
+        self.congestion = congestion_of(instance)
         servers = instance.servers
         self.n = len(servers)
         self.gpus = self.cluster.free_gpus.astype(np.int64).copy()
@@ -198,7 +200,9 @@ class State:
             for k, ek in zip(todo, e):
                 ids = [self.instance.servers[sp].id for sp in k]
                 bw = self.cluster.bandwidth(ids)
-                t = slots * float(ek) + comm_ms(job, bw, len(k), self.instance.terms_by_bandwidth)
+                t = slots * float(ek) + comm_ms(job, bw, len(k), self.instance.terms_by_bandwidth) * (
+                    self.congestion.factor(ids) if not job.is_hybrid else 1.0
+                )
                 t *= spread_factor(self.instance, len(k))
                 if bw <= 0 and (job.is_hybrid or len(k) > 1):
                     t = math.inf  # servers that cannot reach each other (even with nothing to send)
@@ -260,6 +264,8 @@ class State:
             return math.inf  # servers that cannot reach each other
         own = sorted(x)
         e, _, _ = self.idx.expected_max([(jp, own), (jp, sps)], [[self.idx.a(jp, sp) for sp in own], c])
+        if self.congestion.any:  # the push/pull phase at its congestion
+            e[1] = ps_phase(self.instance, [(jp, x, zz)])[0][0]
         t = (float(e[0]) + float(e[1])) * spread_factor(self.instance, len(set(x) | set(zz)))
         return weight_factor(self.instance, job) * t if meets_deadline(job, t) and math.isfinite(t) else math.inf
 
