@@ -9,6 +9,8 @@ For each placed job:
   ``pipeline_p2p`` and ``data_parallel_sync``, named in ``communication``), which sum to T°
   exactly;
 - ``straggler_penalty_ms`` = E[T] - T°, and ``straggler_probability`` P(T > T°);
+- ``congestion_share_ms``: E[T] minus E[T] with every switch calm (``L = 1``): what the
+  congestion of the domains it crosses costs it (0 on one server or with no congestion);
 - ``servers``: for each server of the job, its ``workers``, ``shards`` and ``tail_share_ms``,
   E[T] minus E[T] with that server held at its lowest slowdown value (its share of the tail);
 - ``limits``: the constraints that bind (no GPU, CPU or memory left for one more worker on a
@@ -50,6 +52,7 @@ JOB_KEYS = (
     "communication",
     "straggler_penalty_ms",
     "straggler_probability",
+    "congestion_share_ms",
     "servers",
     "limits",
     "alternatives",
@@ -313,6 +316,8 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
             f = instance.server_by_id[sid].gpu_factors(job.app_class)
             servers[sid]["gpus"] = list(held_gpus)
             servers[sid]["gpu_factor"] = max(f[g] for g in held_gpus)
+    calm = alone.replace(switches=tuple(dataclasses.replace(w, congestion=Slowdown()) for w in alone.switches))
+    e_calm = evaluate(calm, {job.id: a}, {job.id: z} if z else None, st, g).jobs[job.id].expected_iteration_ms
     return {
         "expected_iteration_ms": rep.expected_iteration_ms,
         "ideal_iteration_ms": rep.ideal_iteration_ms,
@@ -321,6 +326,7 @@ def _explain_job(instance: Instance, job: Job, solution: Solution, room: _Room, 
         "communication": parts,
         "straggler_penalty_ms": rep.expected_iteration_ms - rep.ideal_iteration_ms,
         "straggler_probability": rep.straggler_probability,
+        "congestion_share_ms": e_alone - e_calm,
         "servers": servers,
         "limits": _limits(instance, job, solution, room, rep.expected_iteration_ms),
         "alternatives": _alternatives(instance, job, solution, room, e_alone),

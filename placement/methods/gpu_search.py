@@ -31,6 +31,7 @@ import numpy as np
 
 from placement.model.records import Assignment, GpuChoice, Instance
 from placement.problem.arrays import arrays_of
+from placement.problem.congestion import congestion_of
 from placement.problem.gpus import choose_gpus, factored_servers, improve_gpus, job_factors
 from placement.problem.rules import comm_ms, meets_deadline, spread_factor, weight_factor
 from placement.problem.state import State
@@ -104,10 +105,13 @@ class _Search:
         if not all(math.isfinite(c) for c in coef):
             return math.inf
         e, _, _ = self.idx.expected_max([(jp, sps)], [coef])
-        bw = self.cluster.bandwidth([self.inst.servers[sp].id for sp in sps])
+        ids = [self.inst.servers[sp].id for sp in sps]
+        bw = self.cluster.bandwidth(ids)
         if bw <= 0 and len(sps) > 1:
             return math.inf
-        t = float(e[0]) + comm_ms(job, bw, len(sps), self.inst.terms_by_bandwidth)
+        t = float(e[0]) + comm_ms(job, bw, len(sps), self.inst.terms_by_bandwidth) * congestion_of(self.inst).factor(
+            ids
+        )
         t *= spread_factor(self.inst, len(sps))
         if not meets_deadline(job, t):
             return math.inf

@@ -91,7 +91,15 @@ def test_two_jobs_swap_gpus_when_their_terms_together_fall():
 
 @settings(max_examples=25, deadline=None)
 @given(
-    instances(max_servers=4, max_jobs=4, max_gpus=4, parameter_servers=False, gpu_factors=True, locality_penalty=True)
+    instances(
+        max_servers=4,
+        max_jobs=4,
+        max_gpus=4,
+        parameter_servers=False,
+        gpu_factors=True,
+        locality_penalty=True,
+        congestion=True,
+    )
 )
 def test_it_prices_as_the_evaluator_never_worsens_and_stays_valid(inst):
     inst = inst.replace(admission="all")

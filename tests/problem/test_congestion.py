@@ -158,3 +158,16 @@ def test_congestion_round_trips_and_bad_laws_are_refused_by_path(tmp_path):
         placement.instance_from_dict(d)
     text = str(err.value)
     assert "congestion" in text and "sum to 1" in text
+
+
+def test_an_explanation_says_what_congestion_costs_a_job():
+    import dataclasses
+
+    from placement.evaluation.explain import explain
+
+    inst = two_racks(core=HOT).replace(jobs=(placement.Job("j", 2, 100.0, 100.0),))
+    sol = placement.solve(inst, "greedy")
+    assert explain(inst, sol)["j"]["congestion_share_ms"] == 0.0  # on one server
+    across = dataclasses.replace(sol, assignment={"j": {"s0": 1, "s2": 1}})
+    e = explain(inst, across)["j"]
+    assert e["congestion_share_ms"] == pytest.approx(0.25 * 2 * (2 - 1) / 2 * 8 * 100.0 / 25.0)
