@@ -13,15 +13,16 @@ crossed domains) and the straggler probability is ``1 - (1 - P(compute slow)) (1
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 
 import numpy as np
 
-from placement.model.records import Instance
+from placement.model.records import NO_SLOWDOWN, Instance, Switch
 from placement.problem.topology import Cluster, cluster_of
 
-__all__ = ["Congestion", "congestion_of", "max_law"]
+__all__ = ["Congestion", "calm", "congestion_of", "max_law"]
 
 Law = tuple[np.ndarray, np.ndarray]
 """Support points (sorted, >= 1) and their probabilities."""
@@ -99,6 +100,11 @@ class Congestion:
     def factor(self, servers: Sequence[str]) -> float:
         """``E[max L]`` over the domains ``servers`` cross (1 when none is congested)."""
         return self.of(servers)[0] if self.laws else 1.0
+
+
+def calm(switches: Sequence[Switch]) -> tuple[Switch, ...]:
+    """``switches`` without their congestion (``L = 1``)."""
+    return tuple(dataclasses.replace(w, congestion=NO_SLOWDOWN) if not w.congestion.is_trivial else w for w in switches)
 
 
 def congestion_of(instance: Instance) -> Congestion:

@@ -99,21 +99,35 @@ def _set_bw(instance: Instance, sps: Sequence[int]) -> float:
     return cluster_of(instance).bandwidth([instance.servers[sp].id for sp in sorted(set(sps))])
 
 
+def stage_parts(
+    instance: Instance, job: Job, m: PosMatrix
+) -> tuple[list[int], list[float], list[float], list[float], list[bool]]:
+    """The terms of job ``job`` mapped as ``m`` split by where they travel: the servers in
+    order, per server its largest stage-boundary time within the server and to another server,
+    per stage its ``D`` and whether the stage spans servers (its sync crosses the network)."""
+    pp = len(m)
+    qi: dict[int, float] = {}
+    qc: dict[int, float] = {}
+    for s in range(pp):
+        for r, sp in enumerate(m[s]):
+            qi.setdefault(sp, 0.0)
+            qc.setdefault(sp, 0.0)
+            if s < pp - 1:
+                nxt = m[s + 1][r]
+                p = p2p_ms(job, _pair_bw(instance, sp, nxt))
+                side = qc if nxt != sp else qi
+                side[sp] = max(side[sp], p)
+    d = [stage_sync_ms(job, _set_bw(instance, row)) for row in m]
+    servers = sorted(qi)
+    return servers, [qi[x] for x in servers], [qc[x] for x in servers], d, [len(set(row)) > 1 for row in m]
+
+
 def stage_terms(instance: Instance, job: Job, m: PosMatrix, cong: float = 1.0) -> HybridTerms:
     """``q`` per server and ``D`` per stage of job ``job`` mapped as ``m``; with ``cong`` > 1
     every transfer between two servers takes ``cong`` times longer (the job's congestion)."""
-    pp = len(m)
-    q: dict[int, float] = {}
-    for s in range(pp):
-        for r, sp in enumerate(m[s]):
-            p = 0.0
-            if s < pp - 1:
-                nxt = m[s + 1][r]
-                p = p2p_ms(job, _pair_bw(instance, sp, nxt) / (cong if nxt != sp else 1.0))
-            q[sp] = max(q.get(sp, 0.0), p)
-    d = [stage_sync_ms(job, _set_bw(instance, row) / (cong if len(set(row)) > 1 else 1.0)) for row in m]
-    servers = sorted(q)
-    return HybridTerms(servers, [q[sp] for sp in servers], d)
+    servers, qi, qc, d, spans = stage_parts(instance, job, m)
+    q = [max(a, b * cong) if b > 0 else a for a, b in zip(qi, qc)]
+    return HybridTerms(servers, q, [x * cong if span and x > 0 else x for x, span in zip(d, spans)])
 
 
 def pipeline_slots(job: Job) -> int:

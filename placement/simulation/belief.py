@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from placement.model.records import Instance, Server, Slowdown
+from placement.problem.congestion import calm
 from placement.simulation.config import RATE_CYCLES
 from placement.simulation.forecast import Forecaster, low_share
 
@@ -109,6 +110,11 @@ class Belief:
         elif not self.factors and any(s.gpu_slowdowns for s in servers):
             servers = tuple(dataclasses.replace(s, gpu_slowdowns={}) for s in servers)
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
+        self.switches = self.cluster.switches
+        """The switches decisions see: their congestion laws with the truth's knowledge, calm
+        otherwise (nothing estimates congestion yet)."""
+        if k not in ("oracle", "clairvoyant", "hindsight") or not self.truthful:
+            self.switches = calm(self.cluster.switches)
         self.servers: tuple[Server, ...] = servers
         self.cycle_s = math.inf
         if k in ("clairvoyant", "hindsight"):  # every job gets its own forecasts (overrides): no rate view

@@ -20,6 +20,7 @@ from placement.estimate.logs import EMPIRICAL, HALF_LIFE, PRIOR_STRENGTH, Server
 from placement.evaluation.bounds import job_lower_bound
 from placement.model.records import Instance, Job, Server, Slowdown
 from placement.model.tolerances import TIE_RTOL
+from placement.problem.congestion import calm
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
 from placement.simulation.forecast import LOOK_WEIGHT_FIRST, Forecaster, fit_forecaster
@@ -70,7 +71,7 @@ def decision_instance(
         name=name,
         servers=servers,
         jobs=tuple(jobs),
-        switches=cluster.switches,
+        switches=belief.switches,
         links=cluster.links,
         scenarios=belief.scenarios,
         objective=objective,
@@ -105,7 +106,7 @@ class Floors:
 
     def __init__(self, cluster: Instance) -> None:
         servers = tuple(dataclasses.replace(s, slowdown=Slowdown(), gpu_slowdowns={}) for s in cluster.servers)
-        self.blank = cluster.replace(servers=servers, jobs=(), scenarios=None)
+        self.blank = cluster.replace(servers=servers, jobs=(), scenarios=None, switches=calm(cluster.switches))
         self.cache: dict[str, float] = {}
 
     def __call__(self, job: Job | TraceJob) -> float:

@@ -57,6 +57,7 @@ from placement.simulation.replanning import Replanning
 from placement.simulation.running import (
     Running,
     advance,
+    domain_names,
     finished_row,
     held_row,
     iteration_ms,
@@ -132,6 +133,7 @@ class _Simulation(Replanning):
         self.capacity = self.free.copy()
         self.total_gpus = total
         self.server_ids = [s.id for s in cluster.servers]
+        self.state_ids = self.server_ids + domain_names(cluster)
         self.cl = cluster_of(cluster)
         self.truth = hidden_truth(
             cluster,
@@ -141,10 +143,10 @@ class _Simulation(Replanning):
             persistent_share=cfg.persistent_share,
             replay_path=cfg.replay_path,
         )
-        self.S = self.truth.start()
+        self.S = self.truth.run_start()  # servers, then congested domains
         self.S0 = self.S.copy()
         self.slow_log: dict[str, list[Any]] = {"time_s": [], "server": [], "value": []}
-        self.changes = Lookahead(self.truth.changes(self.S.copy()))
+        self.changes = Lookahead(self.truth.run_changes(self.S.copy()))
         self.paths: dict[float, Mapping[str, Slowdown]] = {}
         self.paths_at = -math.inf
         self.heap: list[tuple[float, int, int, Any]] = []
@@ -162,7 +164,7 @@ class _Simulation(Replanning):
         self.touched, self.resettled = True, None
         """An event other than a round since the last ``resettle`` round, and what it offered."""
         self.queue_wake = -math.inf
-        self.on_server: list[set[str]] = [set() for _ in range(self.n)]
+        self.on_server: list[set[str]] = [set() for _ in range(len(self.S))]
         self.done: list[dict[str, Any]] = []
         self.held: list[dict[str, Any]] = []
         """Every interval a job held one placement (``job, from_s, to_s, placement``)."""
@@ -385,8 +387,8 @@ class _Simulation(Replanning):
         self.forecasts.clear()
         for c in changes:
             self.S[c.server] = c.value
-            self.slow_log["time_s"].append(c.time_s)
-            self.slow_log["server"].append(self.server_ids[c.server])
+            self.slow_log["time_s"].append(c.time_s)  # a congested domain: "domain:<its switches>"
+            self.slow_log["server"].append(self.state_ids[c.server])
             self.slow_log["value"].append(float(c.value))
         for name in touched:
             r = self.running[name]

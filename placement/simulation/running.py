@@ -18,7 +18,8 @@ import numpy as np
 
 from placement.model.records import Instance, Job
 from placement.model.tolerances import TIE_RTOL
-from placement.problem.hybrid import pipeline_slots, stage_terms
+from placement.problem.congestion import congestion_of
+from placement.problem.hybrid import pipeline_slots, stage_parts
 from placement.problem.rules import comm_ms, ps_comm_ms, spread_factor
 from placement.problem.topology import cluster_of
 from placement.simulation.config import SimulationError
@@ -94,10 +95,22 @@ class Running:
     stopped: float = 0.0
     """When it was last preempted."""
     preemptions: int = 0
+    crossed: tuple[int, ...] = ()
+    """The congested domains it crosses, as positions in the hidden state (``n + k``)."""
+    ps_cross: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """The part of each ``ps_c`` that travels between servers (``L`` times longer when congested)."""
+    q_cross: np.ndarray | float = 0.0
+    """A hybrid job's stage-boundary time to another server on each of ``sps`` (``q`` is the
+    larger of it and the boundary within the server, at ``L = 1``; :attr:`q_intra` the latter)."""
+    q_intra: np.ndarray | float = 0.0
+    sync_cross: float = 0.0
+    """A hybrid job's largest ``D`` of a stage that spans servers (``sync_intra``: of one that does not)."""
+    sync_intra: float = 0.0
 
     def servers(self) -> set[int]:
-        """Every server the job's draws come from: its workers' and its shards'."""
-        return set(self.alloc) | set(self.shards)
+        """Every hidden state the job's time depends on: its workers' and its shards' servers,
+        and the congested domains it crosses (``n + k``)."""
+        return set(self.alloc) | set(self.shards) | set(self.crossed)
 
 
 SHAPE_FIELDS = (
@@ -150,6 +163,9 @@ def running_on(
     ps_sps, ps_c = shards_on(cluster, tj, alloc, shards or {})
     r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=now, t_last=now, since=now, resumed=now)
     r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
+    r.crossed = crossed_states(cluster, set(alloc) | set(shards or {}))
+    if r.crossed and len(ps_sps):
+        r.ps_cross = ps_c - shards_on(cluster, tj, alloc, shards or {}, 0.0)[1]
     r.penalty = spread_factor(cluster, len(set(alloc) | set(shards or {})))
     set_stages(cluster, r, stages)
     return r
@@ -173,17 +189,42 @@ def placed_on(cluster: Instance, tj: TraceJob, alloc: dict[int, int]) -> tuple[n
     return sps, a, comm_ms(job, bw, len(sps), cluster.terms_by_bandwidth)
 
 
+def crossed_states(cluster: Instance, sps: set[int]) -> tuple[int, ...]:
+    """The congested domains a job on the servers ``sps`` crosses, as positions in the hidden
+    state (``n + k`` for the ``k``-th congested domain, in the dynamics' order)."""
+    cong = congestion_of(cluster)
+    if not cong.any or len(sps) < 2:
+        return ()
+    order = {d: k for k, d in enumerate(sorted(cong.laws))}
+    crossed = cong.crossed([cluster.servers[sp].id for sp in sorted(sps)])
+    return tuple(sorted(len(cluster.servers) + order[d] for d in crossed))
+
+
+def domain_names(cluster: Instance) -> list[str]:
+    """The congested domains' names in the hidden state's order: ``domain:`` and its switches."""
+    cong = congestion_of(cluster)
+    cl = cong.cluster
+    names = []
+    for d in sorted(cong.laws):
+        names.append("domain:" + "+".join(sorted(w for w, dd in cl.switch_domain.items() if dd == d)))
+    return names
+
+
 def shards_on(
-    cluster: Instance, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int]
+    cluster: Instance, tj: TraceJob, alloc: dict[int, int], shards: dict[int, int], cong: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """A parameter-server job's shard servers and push/pull times at S = 1, the bandwidth
-    that of its workers' and shards' servers together (the snapshot model's formula)."""
+    that of its workers' and shards' servers together (the snapshot model's formula), its
+    traffic between servers ``cong`` times slower."""
     if not shards:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     job = problem_job(tj)
     ps_sps = np.array(sorted(shards), dtype=np.int64)
     bw = cluster_of(cluster).bandwidth([cluster.servers[sp].id for sp in sorted(set(alloc) | set(shards))])
-    c = [ps_comm_ms(job, shards[sp], alloc.get(sp, 0), bw, cluster.servers[sp].intra_bandwidth_gbps) for sp in ps_sps]
+    c = [
+        ps_comm_ms(job, shards[sp], alloc.get(sp, 0), bw, cluster.servers[sp].intra_bandwidth_gbps, cong)
+        for sp in ps_sps
+    ]
     return ps_sps, np.array(c)
 
 
@@ -195,16 +236,30 @@ def set_stages(cluster: Instance, r: Running, stages: Sequence[Sequence[int]] | 
     if not stages:
         raise SimulationError(f"job {r.tj.id!r} is a hybrid job placed without its stage matrix")
     job = problem_job(r.tj)
-    terms = stage_terms(cluster, job, [list(row) for row in stages])
-    q = dict(zip(terms.servers, terms.q))
+    servers, qi, qc, d, spans = stage_parts(cluster, job, [list(row) for row in stages])
+    at = {sp: k for k, sp in enumerate(servers)}
     r.stages = tuple(tuple(int(sp) for sp in row) for row in stages)
-    r.q = np.array([q[int(sp)] for sp in r.sps])
-    r.slots, r.sync = pipeline_slots(job), terms.sync_ms
+    r.q_intra = np.array([qi[at[int(sp)]] for sp in r.sps])
+    r.q_cross = np.array([qc[at[int(sp)]] for sp in r.sps])
+    r.q = np.maximum(r.q_intra, r.q_cross)
+    r.sync_intra = max([x for x, span in zip(d, spans) if not span], default=0.0)
+    r.sync_cross = max([x for x, span in zip(d, spans) if span], default=0.0)
+    r.slots, r.sync = pipeline_slots(job), max(r.sync_intra, r.sync_cross)
     r.ideal_ms = r.penalty * (r.slots * float((r.a + r.q).max()) + r.sync)
 
 
 def iteration_ms(r: Running, S: np.ndarray) -> float:
-    """``r``'s iteration time under the slowdowns ``S`` (one per server)."""
+    """``r``'s iteration time under the hidden state ``S`` (one slowdown per server, then one
+    ``L`` per congested domain): its traffic between servers takes the largest ``L`` it crosses
+    times longer."""
+    cong = float(S[list(r.crossed)].max()) if r.crossed else 1.0
+    if cong > 1.0:
+        q = np.maximum(r.q_intra, r.q_cross * cong) if r.stages else r.q
+        sync = max(r.sync_intra, r.sync_cross * cong)
+        t = r.slots * float((r.a * S[r.sps] + q).max()) + sync + r.comm * cong
+        if len(r.ps_sps):
+            t += float(((r.ps_c + r.ps_cross * (cong - 1.0)) * S[r.ps_sps]).max())
+        return t * r.penalty if r.penalty != 1.0 else t
     t = r.slots * float((r.a * S[r.sps] + r.q).max()) + r.sync + r.comm
     if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
         t += float((r.ps_c * S[r.ps_sps]).max())

@@ -171,13 +171,3 @@ def test_an_explanation_says_what_congestion_costs_a_job():
     across = dataclasses.replace(sol, assignment={"j": {"s0": 1, "s2": 1}})
     e = explain(inst, across)["j"]
     assert e["congestion_share_ms"] == pytest.approx(0.25 * 2 * (2 - 1) / 2 * 8 * 100.0 / 25.0)
-
-
-def test_the_simulator_refuses_a_congested_cluster_rather_than_run_two_models():
-    from placement.errors import InvalidInputError
-    from placement.simulation.workload import TraceJob, Workload
-
-    inst = two_racks(core=HOT)
-    w = Workload((TraceJob("a", 0.0, 2, 100, 100.0, 50.0),), "one job", {})
-    with pytest.raises(InvalidInputError, match="switch 'core': congestion is not simulated yet"):
-        placement.simulate(inst, w, method="greedy", seed=0)

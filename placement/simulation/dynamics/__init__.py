@@ -11,6 +11,11 @@ scheduler.  One module per model, and :data:`DYNAMICS`, the name -> class table 
   changes a server's law until it heals;
 - ``replay`` (:mod:`.replay`): per-server series from a CSV.
 
+Congested domains (a switch's ``congestion``) move with the model: never under ``none``, drawn
+once under ``static`` and ``replay``, in episodes of the same law under the others
+(:meth:`~.base.Dynamics.run_start`, :meth:`~.base.Dynamics.run_changes`: the state vector holds
+the servers, then the congested domains).
+
 A new model is a :class:`~.base.Dynamics` subclass (``start`` and ``changes``) added to the
 table.  The shared parts (episode law, seeded streams, scenario table) are in :mod:`.base`.
 """

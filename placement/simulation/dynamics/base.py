@@ -14,6 +14,7 @@ model's series.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import ClassVar
 import numpy as np
 
 from placement.model.records import Instance
+from placement.problem.congestion import congestion_of
 
 __all__ = [
     "EPISODE_MEDIAN_S",
@@ -124,11 +126,17 @@ class Dynamics:
         self.n = len(cluster.servers)
         self.median = self.options.episode_median_s
         self.mean_episode = episode_mean_s(self.median)
+        laws = congestion_of(cluster).laws
+        self.domains: list[int] = sorted(laws)
+        """The congested domains (cluster domain indices): state ``n + k`` is domain ``domains[k]``'s ``L``."""
+        self.domain_states = [stationary(*laws[d]) for d in self.domains]
         root = np.random.SeedSequence(int(seed) % 2**63)
-        streams = root.spawn(self.n + 1 + self.extra_streams)
+        streams = root.spawn(self.n + 1 + self.extra_streams + len(self.domains))
         self.rngs = [np.random.default_rng(s) for s in streams[: self.n]]
         self.clock_rng = np.random.default_rng(streams[self.n])
-        self.extra_rngs = [np.random.default_rng(s) for s in streams[self.n + 1 :]]
+        cut = self.n + 1 + self.extra_streams
+        self.extra_rngs = [np.random.default_rng(s) for s in streams[self.n + 1 : cut]]
+        self.domain_rngs = [np.random.default_rng(s) for s in streams[cut:]]
         self.states: list[tuple[np.ndarray, np.ndarray]] = []
         sc = cluster.scenarios
         self.scen_probs = np.ones(1)
@@ -183,6 +191,49 @@ class Dynamics:
         ``replay`` whose future is unknown); a model with episodes mixes the current value
         with its long-run law (:meth:`Markov.forecast`)."""
         return (float(now),), (1.0,)
+
+    # ------------------------------------------------ congested domains
+    congestion: ClassVar[str] = "episodes"
+    """How the congested domains' ``L`` moves under this model: ``none`` (always 1), ``static``
+    (drawn once from the domain's law) or ``episodes`` (the episode law, like ``markov``'s servers:
+    normal periods at the lowest value, episodes at the higher ones, long-run shares the law's)."""
+
+    def run_start(self) -> np.ndarray:
+        """The state at time 0: every server's slowdown, then every congested domain's ``L``."""
+        dom = [
+            1.0 if self.congestion == "none" else draw(rng, v, p)
+            for rng, (v, p) in zip(self.domain_rngs, self.domain_states)
+        ]
+        return np.concatenate([self.start(), np.asarray(dom, dtype=float)])
+
+    def run_changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
+        """Every change after time 0, servers' and domains' (``Change.server`` ``n + k`` for the
+        ``k``-th congested domain), in time order."""
+        servers = self.changes(s0[: self.n])
+        if self.congestion != "episodes" or not self.domains:
+            return servers
+        return heapq.merge(servers, self._domain_changes(s0[self.n :]), key=lambda tc: tc[0])
+
+    def _domain_changes(self, l0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
+        pending = []
+        for k, (v, p) in enumerate(self.domain_states):
+            if len(v) > 1 and p[0] < 1.0:
+                pending.append(self._domain_next(k, 0.0, float(l0[k])))
+        heapq.heapify(pending)
+        while pending:
+            t, k, val = heapq.heappop(pending)
+            heapq.heappush(pending, self._domain_next(k, t, val))
+            yield t, [Change(t, self.n + k, val)]
+
+    def _domain_next(self, k: int, t: float, now: float) -> tuple[float, int, float]:
+        """The change that ends the period domain ``k`` is in at ``t`` (value ``now``)."""
+        values, probs = self.domain_states[k]
+        rng = self.domain_rngs[k]
+        if now > float(values[0]):  # an episode ends
+            return t + self.episode(rng), k, float(values[0])
+        mean_normal = self.mean_episode * probs[0] / (1.0 - probs[0])
+        v = draw(rng, values[1:], probs[1:] / probs[1:].sum())
+        return t + float(rng.exponential(mean_normal)), k, v
 
     # ------------------------------------------------------------ series
     def start(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from placement.simulation.dynamics.base import Change, Dynamics
 class NoSlowdown(Dynamics):
     name = "none"
     summary = "every S = 1 (the straggler-free reference)"
+    congestion = "none"
 
     def start(self) -> np.ndarray:
         return np.ones(self.n)

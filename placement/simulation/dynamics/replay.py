@@ -19,6 +19,7 @@ from placement.simulation.dynamics.base import Change, Dynamics, DynamicsOptions
 class Replay(Dynamics):
     name = "replay"
     summary = "per-server series from a CSV time_s, server, slowdown (--replay)"
+    congestion = "static"
 
     def __init__(self, cluster: Instance, *, seed: int, options: DynamicsOptions | None = None) -> None:
         super().__init__(cluster, seed=seed, options=options)

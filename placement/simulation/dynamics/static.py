@@ -13,6 +13,7 @@ from placement.simulation.dynamics.base import Change, Dynamics
 class Static(Dynamics):
     name = "static"
     summary = "each server draws its S once and keeps it (persistent stragglers)"
+    congestion = "static"
 
     def start(self) -> np.ndarray:
         return self.draw_law()

@@ -104,21 +104,13 @@ def profiles_of(instance: Instance) -> dict[str, tuple[float, float]]:
 def refuse_low_gamma(cluster: Instance, jobs: Sequence[TraceJob]) -> None:
     """Refuse (:class:`~placement.errors.InvalidInputError`, every job named) the jobs whose
     all-reduce a negative fitted ``gamma`` of ``cluster`` would make negative
-    (:func:`~placement.problem.rules.gamma_too_low`), and a cluster with congested switches."""
+    (:func:`~placement.problem.rules.gamma_too_low`)."""
     low = [
         f"job {j.id!r}: the cluster's gamma_ms {t.gamma_ms:g} at {t.bandwidth_gbps:g} Gbit/s would make its all-reduce "
         f"negative (its gradient of {j.gradient_mb:g} MB allows at least {min_gamma_ms(j.gradient_mb, t.bandwidth_gbps):g})"
         for t in cluster.comm_terms
         for j in jobs
         if gamma_too_low(j.workers, j.gradient_mb, j.architecture, t)
-    ]
-    # the hidden truth has no congestion process yet: a cluster with congested switches would be
-    # planned for with it and run without it, two models in one run
-    low += [
-        f"switch {w.id!r}: congestion is not simulated yet (the hidden truth runs servers only); "
-        "solve with it, or simulate the cluster without it"
-        for w in cluster.switches
-        if not w.congestion.is_trivial
     ]
     if low:
         raise InvalidInputError(low[:40] + ([f"... and {len(low) - 40} more"] if len(low) > 40 else []))

@@ -1,0 +1,105 @@
+"""Congested domains in the simulator's hidden truth: a job crossing a congested domain runs its
+communication L times slower, exactly; domains move with the dynamics; only the truth's knowledge
+sees their laws."""
+
+from __future__ import annotations
+
+import pytest
+
+from placement.model import Instance, Link, Server, Slowdown, Switch
+from placement.model.records import NO_SLOWDOWN
+from placement.simulation import simulate
+from placement.simulation.workload import TraceJob, Workload
+
+ITER, COMPUTE, GRAD = 1000, 100.0, 50.0
+
+
+def racks(core: Slowdown, gpus: int = 1, rack1: Slowdown = NO_SLOWDOWN) -> Instance:
+    """Two racks of two ``gpus``-GPU servers (100 Gbit/s) under a core (25 Gbit/s)."""
+    servers = tuple(Server(f"s{i}", gpus, "V100", 300.0) for i in range(4))
+    links = tuple(Link(f"s{i}", f"r{i // 2}", 100.0) for i in range(4)) + (Link("r0", "c", 25.0), Link("r1", "c", 25.0))
+    return Instance("racks", servers, (), (Switch("c", core), Switch("r0"), Switch("r1", rack1)), links)
+
+
+def one_job(workers: int) -> Workload:
+    return Workload((TraceJob("a", 0.0, workers, ITER, COMPUTE, GRAD),), "one job", {})
+
+
+def ring(workers: int, gbps: float) -> float:
+    return 2 * (workers - 1) / workers * 8 * GRAD / gbps
+
+
+def test_a_job_across_a_congested_core_runs_its_all_reduce_l_times_slower():
+    """Four 1-GPU servers: a 3-worker job spans both racks and crosses the core (L = 2 for
+    ever under ``static``); under ``none`` the congestion never shows."""
+    cl = racks(Slowdown((2.0,), (1.0,)))
+    calm = simulate(cl, one_job(3), method="consolidate", dynamics="none", seed=0)
+    hot = simulate(cl, one_job(3), method="consolidate", dynamics="static", seed=0)
+    c = ring(3, 25.0)
+    assert calm.summary["avg_jct_s"] == pytest.approx(ITER * (COMPUTE + c) / 1000)
+    assert hot.summary["avg_jct_s"] == pytest.approx(ITER * (COMPUTE + 2 * c) / 1000)
+
+
+def test_domains_move_in_episodes_and_are_logged_by_their_switches():
+    """Under ``markov`` the core's L alternates (half the time at 3): the changes are logged under
+    ``domain:c``, and each job's run lies between all calm and all congested."""
+    cl = racks(Slowdown((1.0, 3.0), (0.5, 0.5)))
+    w = Workload(tuple(TraceJob(f"j{k}", 600.0 * k, 3, 20 * ITER, COMPUTE, GRAD) for k in range(6)), "six jobs", {})
+    r = simulate(cl, w, method="consolidate", dynamics="markov", seed=1)
+    assert "domain:c" in set(r.slowdown_changes["server"])
+    c = ring(3, 25.0)
+    runs = [j["run_s"] for j in r.jobs]
+    lo, hi = 20 * ITER * (COMPUTE + c) / 1000, 20 * ITER * (COMPUTE + 3 * c) / 1000
+    assert all(lo * (1 - 1e-9) <= x <= hi * (1 + 1e-9) for x in runs)
+    assert lo * 1.01 < sum(runs) / len(runs) < hi * 0.99
+
+
+def test_only_the_truths_knowledge_sees_congestion():
+    """Two 4-GPU servers per rack, rack 1's switch always at L = 3: a 6-worker job spans two
+    servers; given the truth it goes to rack 0, blind it takes rack 1 (its tie-break) and pays."""
+    cl = racks(NO_SLOWDOWN, gpus=4, rack1=Slowdown((3.0,), (1.0,)))
+    seen = simulate(cl, one_job(6), method="auto", knowledge="oracle", dynamics="static", seed=0)
+    blind = simulate(cl, one_job(6), method="auto", knowledge="oblivious", dynamics="static", seed=0)
+    c = ring(6, 100.0)
+    assert seen.summary["avg_jct_s"] == pytest.approx(ITER * (COMPUTE + c) / 1000)
+    assert blind.summary["avg_jct_s"] == pytest.approx(ITER * (COMPUTE + 3 * c) / 1000)
+
+
+@pytest.mark.parametrize("kind", ["hybrid", "ps"])
+def test_every_architecture_runs_at_the_evaluators_time_on_congested_domains(kind):
+    """Every switch at L = 1.5 for ever (``static``, point laws) and no server slowdown: each job
+    runs its iterations at the evaluator's E[T] of its placement on the congested instance, all-reduce,
+    parameter-server and hybrid alike (their transfers between servers 1.5 times slower)."""
+    import dataclasses
+
+    import placement
+    from placement.instances.generate import generate
+    from placement.model import Job
+    from placement.simulation.workload import apply_options
+
+    base = generate(racks=2, servers_per_rack=2, gpus_per_server=4, jobs=1, seed=3, hot_fraction=0.0)
+    cluster = base.replace(
+        servers=tuple(dataclasses.replace(s, slowdown=NO_SLOWDOWN) for s in base.servers),
+        switches=tuple(dataclasses.replace(w, congestion=Slowdown((1.5,), (1.0,))) for w in base.switches),
+    )
+    jobs = [TraceJob(f"t{k}", 10.0 * k, w, 500, 80.0 + 10 * k, 300.0) for k, w in enumerate([8, 4, 2, 8, 1, 4, 6])]
+    opts = {"hybrid_fraction": 1.0, "hybrid_seed": 2, "most_gpus": 4} if kind == "hybrid" else {"ps_fraction": 0.6}
+    w = apply_options(jobs, **opts)
+    r = simulate(cluster, w, method="greedy", dynamics="static", seed=4)
+    assert r.summary["jobs_finished"] == len(jobs)
+    by_id = {j.id: j for j in w.jobs}
+    slowed = 0
+    for row in r.jobs:
+        tj = by_id[row["job"]]
+        x = {s: int(k) for s, k in (p.split(":") for p in row["placement"].split())}
+        stages = tuple(tuple(s_.split(",")) for s_ in row["stages"].split("|")) if row.get("stages") else None
+        shards = {s: int(k) for s, k in (p.split(":") for p in row["shards"].split())} if row.get("shards") else None
+        fields = {k: getattr(tj, k) for k in ("tp", "pp", "dp", "microbatches", "activation_mb", "ps_shards")}
+        job = Job(tj.id, tj.workers, tj.compute_ms, tj.gradient_mb, architecture=tj.architecture, **fields)
+        one = cluster.replace(jobs=(job,))
+        t = placement.evaluate(
+            one, {tj.id: x}, shards={tj.id: shards} if shards else None, stages={tj.id: stages} if stages else None
+        ).jobs[tj.id]
+        assert row["run_s"] == pytest.approx(tj.iterations * t.expected_iteration_ms / 1000.0, rel=1e-9), row
+        slowed += t.expected_iteration_ms > t.ideal_iteration_ms * (1 + 1e-9)
+    assert slowed  # some job crossed a congested domain
