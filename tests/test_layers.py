@@ -275,6 +275,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.simulation.dynamics.mixed": ("simulation/test_dynamics.py", '"mixed"'),
     "placement.simulation.dynamics.none": ("simulation/test_dynamics.py", '"none"'),
     "placement.simulation.dynamics.onset": ("simulation/test_dynamics.py", '"onset"'),
+    "placement.simulation.dynamics.measured": ("simulation/test_measured.py", "measured_cluster"),
     "placement.simulation.dynamics.replay": ("simulation/test_dynamics.py", "read_replay"),
     "placement.simulation.dynamics.static": ("simulation/test_dynamics.py", '"static"'),
     "placement.simulation.workload.bundled": ("simulation/test_workload.py", "elasticflow-cluster"),

@@ -74,7 +74,7 @@ class CommMode(click.ParamType):
     "--dynamics",
     default="markov",
     show_default=True,
-    help="Comma-separated: none, static, markov, mixed, onset, replay.",
+    help="Comma-separated: none, static, markov, mixed, onset, replay, measured.",
 )
 @click.option(
     "--replay",

@@ -421,6 +421,9 @@ def main(argv: list[str] | None = None) -> None:
     pl.add_argument("--parallel", type=int, default=1)
     pl.add_argument("--report-only", action="store_true", help="run nothing: report the runs already there")
     pl.add_argument("-o", "--out", default=None, help="default benchmarks/pal (benchmarks/pal-SITE for another site)")
+    pr = sub.add_parser("probes", help="the measured straggler law against Greyhound's probe jobs (Table 1)")
+    pr.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9")
+    pr.add_argument("-o", "--out", default="benchmarks/probes")
     sv = sub.add_parser("serve", help="placement serve under load (256 to 4,096 GPUs) and kill -9 faults")
     sv.add_argument("--sizes", default="256,1024,4096", help="comma-separated GPUs")
     sv.add_argument("--duration-s", type=float, default=60.0, help="seconds of load per size")
@@ -434,6 +437,11 @@ def main(argv: list[str] | None = None) -> None:
             [int(x) for x in a.sizes.split(",")], duration_s=a.duration_s, faults=a.faults, out=Path(a.out)
         )
         print(report(res))
+        return
+    if a.what == "probes":
+        from placement.bench.probes import bench_probes, probes_report
+
+        print(probes_report(bench_probes(Path(a.out), seeds=[int(x) for x in a.seeds.split(",")])))
         return
     if a.what == "pal":
         import os

@@ -46,7 +46,7 @@ from placement.simulation.config import (
     SimulationError,
 )
 from placement.simulation.decisions import Floors, refit_belief
-from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
+from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth, measured_cluster
 from placement.simulation.forecast import server_looks
 from placement.simulation.gpu_book import GpuBook, GpuLearner, with_variability
 from placement.simulation.hindsight import Lookahead
@@ -98,6 +98,8 @@ class _Simulation(Replanning):
         log_path: str | None = None,
         decisions_path: str | None = None,
     ) -> None:
+        if cfg.dynamics == "measured":  # the measured law's long-run laws, what oracle knowledge sees
+            cluster = measured_cluster(cluster)
         if cfg.variability:  # hidden per-GPU factors, laid out by the run's seed
             cluster = with_variability(cluster, cfg.variability, cfg.seed, cfg.variability_draw)
         penalty = comm_penalty(cfg.comm)

@@ -48,9 +48,11 @@ def time_at_values(series: Dynamics, horizon: float) -> np.ndarray:
 
 
 def test_the_table_names_every_model_and_the_config_and_cli_read_it():
-    assert set(DYNAMICS) == {"none", "static", "markov", "mixed", "onset", "replay"}
+    assert set(DYNAMICS) == {"none", "static", "markov", "mixed", "onset", "replay", "measured"}
     assert all(issubclass(cls, Dynamics) and cls.name == name for name, cls in DYNAMICS.items())
-    with pytest.raises(InvalidInputError, match="dynamics must be one of none, static, markov, mixed, onset, replay"):
+    with pytest.raises(
+        InvalidInputError, match="dynamics must be one of none, static, markov, mixed, onset, replay, measured"
+    ):
         SimConfig(dynamics="bursty")
     with pytest.raises(InvalidInputError, match="persistent_share"):
         SimConfig(dynamics="mixed", persistent_share=1.5)

@@ -9,7 +9,9 @@ scheduler.  One module per model, and :data:`DYNAMICS`, the name -> class table 
   each server's long-run law unchanged;
 - ``onset`` (:mod:`.onset`): episodes, and now and then a fail-slow regime of hours that
   changes a server's law until it heals;
-- ``replay`` (:mod:`.replay`): per-server series from a CSV.
+- ``replay`` (:mod:`.replay`): per-server series from a CSV;
+- ``measured`` (:mod:`.measured`): computation fail-slows, severe slow machines and congested
+  links at the rates, lengths and magnitudes measured in production (Greyhound, ByteDance).
 
 Congested domains (a switch's ``congestion``) move with the model: never under ``none``, drawn
 once under ``static`` and ``replay``, in episodes of the same law under the others
@@ -38,6 +40,7 @@ from placement.simulation.dynamics.base import (
     stationary,
 )
 from placement.simulation.dynamics.markov import Markov
+from placement.simulation.dynamics.measured import MEASURED, Measured, MeasuredLaw, measured_cluster
 from placement.simulation.dynamics.mixed import Mixed
 from placement.simulation.dynamics.none import NoSlowdown
 from placement.simulation.dynamics.onset import Onset
@@ -55,12 +58,15 @@ __all__ = [
     "Dynamics",
     "DynamicsOptions",
     "hidden_truth",
+    "MEASURED",
+    "MeasuredLaw",
+    "measured_cluster",
     "episode_mean_s",
     "stationary",
     "read_replay",
 ]
 
-DYNAMICS: dict[str, type[Dynamics]] = {m.name: m for m in (NoSlowdown, Static, Markov, Mixed, Onset, Replay)}
+DYNAMICS: dict[str, type[Dynamics]] = {m.name: m for m in (NoSlowdown, Static, Markov, Mixed, Onset, Replay, Measured)}
 
 
 def hidden_truth(
