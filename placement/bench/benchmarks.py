@@ -412,6 +412,11 @@ def main(argv: list[str] | None = None) -> None:
         help="whose measured GPUs the factors are drawn from (Longhorn: PAL's setup; Frontera and LS6: bundled)",
     )
     pl.add_argument("--workloads", default="1,2,3,4,5,6,7,8")
+    pl.add_argument(
+        "--trace", default=None, help="another trace instead of the eight (every job on Longhorn's sgemm factors)"
+    )
+    pl.add_argument("--window-start-s", type=float, default=0.0, help="with --trace: its window's start")
+    pl.add_argument("--window-hours", type=float, default=72.0, help="with --trace: its window's length")
     pl.add_argument("--configs", default=None, help="comma-separated [default: all]")
     pl.add_argument("--seeds", default="0,1,2", help="GPU layout seeds")
     pl.add_argument("--sweep-seeds", default=None, help="the sweep's seeds [default: --seeds]")
@@ -466,6 +471,10 @@ def main(argv: list[str] | None = None) -> None:
                 sweep_seeds=[int(x) for x in a.sweep_seeds.split(",")] if a.sweep_seeds else None,
                 sweep_workloads=[int(x) for x in a.sweep_workloads.split(",")] if a.sweep_workloads else None,
                 own=Path(a.own),
+                trace=Path(a.trace) if a.trace else None,
+                trace_options={"window_start_s": a.window_start_s, "window_s": 3600.0 * a.window_hours}
+                if a.trace
+                else None,
                 parallel=a.parallel,
                 report_only=a.report_only,
             )

@@ -45,6 +45,9 @@ SWEEP = (1.0, 1.5, 2.0, 2.5, 3.0)
 PROFILES = {"A": "resnet", "B": "bert", "C": "bert", "D": "pagerank"}
 """Sia's application class -> the Longhorn profile PAL's simulator draws its GPUs from
 (``gpudf_class{A..D}.csv``)."""
+GENERIC_PROFILE = "sgemm-longhorn-agg.csv"
+"""The class-free profile every job of another trace draws its GPUs' factors from (Longhorn's sgemm:
+a trace without Sia's application classes)."""
 SITES: dict[str, dict[str, str]] = {
     "longhorn": {c: f"{p}-longhorn-agg.csv" for c, p in PROFILES.items()},
     "frontera": {c: f"frontera-{p}-agg.csv" for c, p in PROFILES.items()},
@@ -114,7 +117,8 @@ def _runs(
     seeds: Sequence[int],
     sweep_seeds: Sequence[int],
     sweep_workloads: Sequence[int],
-) -> list[tuple[tuple[int, str, float], Path, list[Any]]]:
+    trace: tuple[Path, dict[str, Any]] | None = None,
+) -> list[tuple[tuple[Any, str, float], Path, list[Any]]]:
     from placement.formats import dump_instance
     from placement.simulation.runner import SimRun
 
@@ -124,7 +128,8 @@ def _runs(
         dump_instance(pal_cluster(), cluster)
     todo = []
     for w in workloads:
-        trace = str((data / f"sia-philly-workload-{w}.csv").resolve())
+        path, options = (data / f"sia-philly-workload-{w}.csv", {}) if trace is None else trace
+        extra = {} if trace is None else {"variability": (str((data / GENERIC_PROFILE).resolve()),)}
         for f in penalties:
             for c in configs:
                 if f != penalties[0] and (c not in SWEPT or w not in sweep_workloads):
@@ -133,9 +138,9 @@ def _runs(
                 runs = [
                     SimRun(
                         str(cluster.resolve()),
-                        trace,
-                        {},
-                        {**setup(profiles, f, site), **CONFIGS[c], "seed": s},
+                        str(path.resolve()),
+                        dict(options),
+                        {**setup(profiles, f, site), **extra, **CONFIGS[c], "seed": s},
                         str(folder),
                     )
                     for s in (seeds if f == penalties[0] else sweep_seeds)
@@ -156,6 +161,8 @@ def bench_pal(
     sweep_seeds: Sequence[int] | None = None,
     sweep_workloads: Sequence[int] | None = None,
     own: Path | None = None,
+    trace: Path | None = None,
+    trace_options: dict[str, Any] | None = None,
     parallel: int = 1,
     report_only: bool = False,
     say: Callable[[str], None] = print,
@@ -171,8 +178,12 @@ def bench_pal(
     if site not in SITES:
         raise ValueError(f"unknown site {site!r} (one of {', '.join(SITES)})")
     profiles = site_folder(site, data)
-    missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
-    missing += [str(profiles / f) for f in sorted(set(SITES[site].values()))]
+    if trace is not None:  # another trace: one workload, every job on Longhorn's class-free profile
+        workloads = sweep_workloads = ["trace"]  # type: ignore[list-item]
+        missing = [str(trace), str(data / GENERIC_PROFILE)]
+    else:
+        missing = [str(data / f"sia-philly-workload-{w}.csv") for w in workloads]
+        missing += [str(profiles / f) for f in sorted(set(SITES[site].values()))]
     missing = [m for m in missing if not Path(m).is_file()]
     if missing:
         raise FileNotFoundError(f"PAL's data is not there: {', '.join(missing)}")
@@ -192,6 +203,7 @@ def bench_pal(
         seeds,
         sweep,
         swept,
+        None if trace is None else (trace, dict(trace_options or {})),
     ):
         if report_only:
             labels = {r.label for r in todo}
