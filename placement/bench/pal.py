@@ -337,7 +337,7 @@ def pal_report(result: dict[str, Any]) -> str:
             "| workload | " + " | ".join(configs) + "".join(f" | {c} (PAL's sim)" for c in theirs) + " |",
             "|---|" + "---|" * (len(configs) + len(theirs)),
         ]
-        for w in sorted(table, key=int):
+        for w in sorted(table, key=lambda w: (not w.isdigit(), int(w) if w.isdigit() else 0, w)):
             cells = []
             for c in configs:
                 m = table[w].get(c)

@@ -131,3 +131,24 @@ def test_other_sites_draw_from_their_bundled_profiles(tmp_path):
     assert "ls6's profiles" in (out / "pal.md").read_text()
     with pytest.raises(ValueError, match="unknown site"):
         bench_pal(data, out, site="summit", workloads=[1], configs=["packed"], seeds=[0], penalties=[1.7])
+
+
+def test_another_trace_runs_on_the_class_free_profile(tmp_path):
+    """``trace=``: one workload from any trace the simulator reads (here ElasticFlow's format),
+    every job's GPUs drawn from Longhorn's sgemm profile whatever its class."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"]
+    rows += [f"j{i},{100 * i},{1000 + 10 * i},resnet50,999999,32,{(1, 2, 4)[i % 3]},{600 + 60 * i}" for i in range(6)]
+    trace = tmp_path / "ef.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    prof = [f"x{g // 4},{g % 4},sgemm,{1.0 + 0.03 * (g % 5)}" for g in range(64)]
+    (data / "sgemm-longhorn-agg.csv").write_text("server,gpu,class,perf\n" + "\n".join(prof) + "\n")
+    out = tmp_path / "out"
+    res = bench_pal(
+        data, out, trace=trace, trace_options={}, configs=["packed", "pal"], seeds=[0], penalties=[1.7], say=print
+    )
+    assert set(res["penalties"]["1.7"]["workloads"]) == {"trace"} and not res["failed"]
+    row = json.loads((out / "workload-trace" / "penalty1.7" / "pal" / "runs.jsonl").read_text().splitlines()[0])
+    assert [v.rsplit("/", 1)[-1] for v in row["config"]["variability"]] == ["sgemm-longhorn-agg.csv"]
+    assert res["penalties"]["1.7"]["geomean"]["pal/packed"] is not None
