@@ -26,7 +26,8 @@ def _slow_share(
     row = {sid: k for k, sid in enumerate(servers)}
     events: dict[str, list[tuple[float, float]]] = {sid: [(edges[0], float(start[sid]))] for sid in servers}
     for t, sid, v in zip(changes.get("time_s", ()), changes.get("server", ()), changes.get("value", ())):
-        events[sid].append((float(t), float(v)))
+        if sid in events:  # (a congested domain's changes, "domain:...", have no server row)
+            events[sid].append((float(t), float(v)))
     share = np.zeros((len(servers), len(edges) - 1))
     mean = np.zeros_like(share)
     width = np.diff(edges)

@@ -210,3 +210,32 @@ def test_the_decision_log_records_every_placement_and_finish(trace, tmp_path):
     plain = tmp_path / "plain"
     assert run(*args, "--dynamics", "static", "--no-reference", "-o", str(plain)).exit_code == 0
     assert not (plain / "decisions").exists()
+
+
+def test_the_measured_law_runs_from_the_cli_and_draws_its_domains(tmp_path):
+    """``--dynamics measured`` on a bundled cluster: the run finishes, writes every file (the
+    servers' picture skips the domains' rows), and its log of hidden changes names domains."""
+    out = tmp_path / "m"
+    long = tmp_path / "long.csv"  # two weeks of work on eight GPUs each: domains congest meanwhile
+    rows = ["submit_s,workers,iterations,model"] + [f"{60 * i},8,{4_000_000 + 1000 * i},resnet50" for i in range(30)]
+    long.write_text("\n".join(rows) + "\n")
+    r = run(
+        "simulate",
+        "pod256",
+        "--trace",
+        str(long),
+        "--dynamics",
+        "measured",
+        "-m",
+        "consolidate",
+        "--knowledge",
+        "oblivious",
+        "--no-reference",
+        "--seeds",
+        "0",
+        "-o",
+        str(out),
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads((out / "summary.json").read_text())[0]["jobs_finished"] == 30
+    assert list((out / "servers").glob("*.png"))
