@@ -228,7 +228,7 @@ def bench_pal(
     result["failed"] = failed
     for line in failed:
         say(f"not finished: {line}")
-    if own is not None and own.is_file() and site == "longhorn":  # PAL's own runs drew from Longhorn
+    if own is not None and own.is_file() and site == "longhorn" and trace is None:  # PAL's own: Longhorn, Sia
         result["own"] = own_figures(json.loads(own.read_text()))
     out.mkdir(parents=True, exist_ok=True)
     (out / "pal.json").write_text(json.dumps(result, indent=1) + "\n")
