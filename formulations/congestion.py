@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from placement.formulations.chain import product_chain
 from placement.model.records import Instance
 from placement.problem.congestion import congestion_of
 from placement.problem.topology import cluster_of
@@ -154,14 +155,7 @@ def milp_congestion(
             elif rk < 1:
                 chain.append((rk, vd))
         if chain:
-            prev: Any = p
-            for m, (rk, vd) in enumerate(chain):
-                w = pulp.LpVariable(f"cw_{tag}_{k}_{m}", 0, 1)
-                prob += w >= prev + vd - 1
-                pi = pulp.LpVariable(f"cpi_{tag}_{k}_{m}", 0, 1)
-                prob += pi == prev - (1 - rk) * w
-                prev = pi
-            prob += hk >= p - prev
+            prob += hk >= p - product_chain(prob, p, chain, f"c_{tag}_{k}")
         for h in homes:
             ch = j.homes[h].comm_ms
             if ch > 0:

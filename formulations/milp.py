@@ -28,6 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from placement.formulations.chain import product_chain
 from placement.formulations.congestion import milp_congestion
 from placement.formulations.index import GpuLevel, ProblemIndex, by_gpu_class, index_instance, start_modes
 from placement.formulations.milp_push_pull import push_pull
@@ -221,14 +222,7 @@ def build(index: ProblemIndex, name: str = "placement") -> Built:
                 chain = [(float(qk[i]) ** c, b) for i in range(len(ys)) if 0 < qk[i] < 1 for c, b in bits[i]]
                 chain += [(r, u) for r, u in lq if 0 < r < 1]
                 if chain:
-                    prev: Any = p
-                    for m, (qf, b) in enumerate(chain):
-                        w = pulp.LpVariable(f"w_{tag}_{k}_{m}", 0, 1)
-                        prob += w >= prev + b - 1
-                        pi = pulp.LpVariable(f"pi_{tag}_{k}_{m}", 0, 1)
-                        prob += pi == prev - (1 - qf) * w
-                        prev = pi
-                    prob += g >= p - prev
+                    prob += g >= p - product_chain(prob, p, chain, f"_{tag}_{k}")
                 terms.append(dt * g)
             expected = pulp.lpSum(terms)
         # valid rows that tighten the relaxation (the transportation LP's, per job): the

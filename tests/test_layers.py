@@ -218,6 +218,7 @@ COVERED: dict[str, tuple[str, str]] = {
         "test_exact_models_agree_with_brute_force_with_factors",
     ),
     "placement.formulations.milp_push_pull": ("formulations/test_milp.py", "parameter_servers=True"),
+    "placement.formulations.chain": ("formulations/test_congestion.py", "milp"),
     "placement.formulations.milp_solvers": ("formulations/test_milp.py", "milp_highs"),
     "placement.formulations.packing": ("formulations/test_index.py", "disaggregate"),
     "placement.formulations.reductions": ("formulations/test_index.py", "prune_thresholds"),
