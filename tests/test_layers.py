@@ -257,6 +257,7 @@ COVERED: dict[str, tuple[str, str]] = {
     "placement.problem.shards": ("acceptance/test_parameter_server.py", "shards"),
     "placement.problem.state": ("solving/test_registry.py", "REGISTRY"),
     "placement.problem.variants": ("compare/test_harness.py", "ideal_lower_bound"),
+    "placement.simulation.congestion_book": ("simulation/test_congestion_sim.py", "CongestionLearner"),
     "placement.simulation.belief": ("simulation/test_engine.py", "plan_by"),
     "placement.simulation.queues.base": ("simulation/test_queues.py", "Candidate"),
     "placement.simulation.queues.fifo": ("simulation/test_queues.py", '"fifo-strict"'),

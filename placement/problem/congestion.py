@@ -22,7 +22,7 @@ import numpy as np
 from placement.model.records import NO_SLOWDOWN, Instance, Switch
 from placement.problem.topology import Cluster, cluster_of
 
-__all__ = ["Congestion", "calm", "congestion_of", "max_law"]
+__all__ = ["Congestion", "calm", "congestion_of", "crossed_domains", "max_law"]
 
 Law = tuple[np.ndarray, np.ndarray]
 """Support points (sorted, >= 1) and their probabilities."""
@@ -73,20 +73,9 @@ class Congestion:
 
     def crossed(self, servers: Sequence[str]) -> frozenset[int]:
         """The congested domains a job on ``servers`` crosses (none on one server)."""
-        distinct = list(dict.fromkeys(servers))
-        if len(distinct) < 2 or not self.laws:
+        if not self.laws:
             return frozenset()
-        top = self.cluster.domain_of(distinct)
-        if top is None:
-            return frozenset()
-        out = {top.index} if top.index in self.laws else set()
-        for sid in distinct:
-            for d in self.cluster.chain(sid):
-                if d == top.index:
-                    break
-                if d in self.laws:
-                    out.add(d)
-        return frozenset(out)
+        return frozenset(d for d in crossed_domains(self.cluster, servers) if d in self.laws)
 
     def of(self, servers: Sequence[str]) -> tuple[float, float, Law]:
         """``(E[max L], P(max L > 1), law of max L)`` over the domains ``servers`` cross."""
@@ -100,6 +89,23 @@ class Congestion:
     def factor(self, servers: Sequence[str]) -> float:
         """``E[max L]`` over the domains ``servers`` cross (1 when none is congested)."""
         return self.of(servers)[0] if self.laws else 1.0
+
+
+def crossed_domains(cluster: Cluster, servers: Sequence[str]) -> frozenset[int]:
+    """Every domain a job on ``servers`` crosses, congested or not: its bottleneck domain and
+    those below it holding one of its servers (none on one server, or when they cannot reach
+    each other)."""
+    distinct = list(dict.fromkeys(servers))
+    top = cluster.domain_of(distinct) if len(distinct) > 1 else None
+    if top is None:
+        return frozenset()
+    out = {top.index}
+    for sid in distinct:
+        for d in cluster.chain(sid):
+            if d == top.index:
+                break
+            out.add(d)
+    return frozenset(out)
 
 
 def calm(switches: Sequence[Switch]) -> tuple[Switch, ...]:

@@ -83,11 +83,13 @@ class Belief:
         estimates: Mapping[str, Slowdown] | None,
         forecaster: Forecaster | None = None,
         gpu_factors: Mapping[int, Mapping[str, tuple[float, ...]]] | None = None,
+        congestion: Mapping[str, Slowdown] | None = None,
     ) -> None:
         """Believe ``estimates`` (``estimated`` knowledge; servers without one keep the
         cluster's law), or what the knowledge gives without them; with a ``forecaster``
         (``plan_by="forecast"``), each job sees its forecasts over its horizon.  ``gpu_factors``
-        (``estimated``: per server position, the per-GPU factors learnt) replace the hidden ones."""
+        (``estimated``: per server position, the per-GPU factors learnt) replace the hidden ones;
+        ``congestion`` (``estimated``: switch id -> the law learnt for its domain) the switches'."""
         self.forecaster = forecaster
         self.horizon_cache: dict[float, Mapping[str, Slowdown]] = {}
         k = self.knowledge
@@ -115,6 +117,11 @@ class Belief:
         otherwise (nothing estimates congestion yet)."""
         if k not in ("oracle", "clairvoyant", "hindsight") or not self.truthful:
             self.switches = calm(self.cluster.switches)
+            if k == "estimated" and congestion:  # the laws learnt from the jobs' paces
+                self.switches = tuple(
+                    dataclasses.replace(w, congestion=congestion[w.id]) if w.id in congestion else w
+                    for w in self.switches
+                )
         self.servers: tuple[Server, ...] = servers
         self.cycle_s = math.inf
         if k in ("clairvoyant", "hindsight"):  # every job gets its own forecasts (overrides): no rate view

@@ -45,10 +45,11 @@ from placement.simulation.config import (
     SimResult,
     SimulationError,
 )
+from placement.simulation.congestion_book import CongestionLearner
 from placement.simulation.decisions import Floors, refit_belief
-from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth, measured_cluster
+from placement.simulation.dynamics import EPISODE_MEDIAN_S, hidden_truth
 from placement.simulation.forecast import server_looks
-from placement.simulation.gpu_book import GpuBook, GpuLearner, with_variability
+from placement.simulation.gpu_book import GpuBook, GpuLearner, truth_cluster
 from placement.simulation.hindsight import Lookahead
 from placement.simulation.metrics import summarise
 from placement.simulation.observations import LOG_KEYS, DecisionLog, IterationLog
@@ -66,7 +67,7 @@ from placement.simulation.running import (
     set_stages,
 )
 from placement.simulation.workload import TraceJob, Workload
-from placement.simulation.workload.reference import as_measured, comm_penalty, profiles_of, refuse_low_gamma
+from placement.simulation.workload.reference import as_measured, profiles_of, refuse_low_gamma
 
 __all__ = [
     "SimConfig",
@@ -98,16 +99,12 @@ class _Simulation(Replanning):
         log_path: str | None = None,
         decisions_path: str | None = None,
     ) -> None:
-        if cfg.dynamics == "measured":  # the measured law's long-run laws, what oracle knowledge sees
-            cluster = measured_cluster(cluster)
-        if cfg.variability:  # hidden per-GPU factors, laid out by the run's seed
-            cluster = with_variability(cluster, cfg.variability, cfg.seed, cfg.variability_draw)
-        penalty = comm_penalty(cfg.comm)
-        if penalty is not None:  # Blox's and PAL's semantics: the cluster's locality penalty
-            cluster = cluster.replace(locality_penalty=penalty)
+        cluster = truth_cluster(cluster, cfg)  # measured laws, hidden GPU factors, locality penalty
         self.cluster = cluster
         self.book = GpuBook(cluster, knows_factors=cfg.knowledge in ("oracle", "clairvoyant", "hindsight"))
         self.learner = GpuLearner(cluster) if self.book and cfg.knowledge == "estimated" else None
+        window = math.ceil(cfg.estimate_window_s / cfg.estimate_every_s)
+        self.links = CongestionLearner(cluster, cfg.seed, window) if cfg.knowledge == "estimated" else None
         self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg
         self.jobs = list(workload.jobs)
@@ -137,14 +134,8 @@ class _Simulation(Replanning):
         self.server_ids = [s.id for s in cluster.servers]
         self.state_ids = self.server_ids + domain_names(cluster)
         self.cl = cluster_of(cluster)
-        self.truth = hidden_truth(
-            cluster,
-            cfg.dynamics,
-            seed=cfg.seed,
-            episode_median_s=cfg.episode_median_s,
-            persistent_share=cfg.persistent_share,
-            replay_path=cfg.replay_path,
-        )
+        opts = {k: getattr(cfg, k) for k in ("episode_median_s", "persistent_share", "replay_path")}
+        self.truth = hidden_truth(cluster, cfg.dynamics, seed=cfg.seed, **opts)
         self.S = self.truth.run_start()  # servers, then congested domains
         self.S0 = self.S.copy()
         self.slow_log: dict[str, list[Any]] = {"time_s": [], "server": [], "value": []}
@@ -498,6 +489,8 @@ class _Simulation(Replanning):
             rows["duration"] += d.tolist()
             rows["ratio"] += ratio.tolist()
         self.logs.append(self.now, rows)
+        if self.links is not None:  # what the jobs' paces show of the links they cross
+            self.links.observe(self.running.values(), self.S, self.now)
         if self.detector is not None and rows["server"]:
             looked, look = server_looks(np.asarray(rows["server"]), np.asarray(rows["ratio"]), self.n)
             was = self.belief.forecaster
@@ -526,7 +519,8 @@ class _Simulation(Replanning):
             previous=self.belief.forecaster,
             kept=kept,
         )
-        self.belief.update(laws, forecaster, self.learner.factors() if self.learner is not None else None)
+        factors = self.learner.factors() if self.learner is not None else None
+        self.belief.update(laws, forecaster, factors, self.links.laws() if self.links is not None else None)
         self.template = None
         if self.decisions is not None:
             self.decisions.write({"kind": "refit", "t": self.now})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -192,3 +193,19 @@ class GpuLearner:
         if min(r.std() for r in ranks) == 0:
             return None
         return float(np.corrcoef(ranks[0], ranks[1])[0, 1])
+
+
+def truth_cluster(cluster: Instance, cfg: Any) -> Instance:
+    """The cluster a run's truth runs on (``cfg``: its :class:`~placement.simulation.config.SimConfig`):
+    the measured law's long-run laws under ``measured`` (what oracle knowledge sees), the hidden
+    per-GPU factors laid out by the seed, and Blox's and PAL's locality penalty under
+    ``comm="penalty:F"``."""
+    from placement.simulation.dynamics import measured_cluster
+    from placement.simulation.workload.reference import comm_penalty
+
+    if cfg.dynamics == "measured":
+        cluster = measured_cluster(cluster)
+    if cfg.variability:
+        cluster = with_variability(cluster, cfg.variability, cfg.seed, cfg.variability_draw)
+    penalty = comm_penalty(cfg.comm)
+    return cluster if penalty is None else cluster.replace(locality_penalty=penalty)

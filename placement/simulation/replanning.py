@@ -25,6 +25,7 @@ from placement.simulation.running import (
     held_row,
     iteration_ms,
     placed_on,
+    set_crossing,
     set_stages,
     shards_on,
 )
@@ -445,10 +446,11 @@ class Replanning(Policy):
             r.since = self.now
             r.alloc = alloc
             r.shards = shards_of(r.tj.id)
-            for sp in r.servers():
-                self.on_server[sp].add(r.tj.id)
             r.sps, r.a, r.comm = placed_on(self.cluster, r.tj, alloc)
             r.ps_sps, r.ps_c = shards_on(self.cluster, r.tj, alloc, r.shards)
+            set_crossing(self.cluster, r)  # the domains it crosses now
+            for sp in r.servers():
+                self.on_server[sp].add(r.tj.id)
             r.penalty = spread_factor(self.cluster, len(set(alloc) | set(r.shards)))
             r.gpus = {pos[s]: tuple(g) for s, g in sol.gpus.get(r.tj.id, {}).items()}
             if self.book:  # its new GPUs on servers with per-GPU factors: the truth's f*

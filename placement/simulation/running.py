@@ -163,9 +163,7 @@ def running_on(
     ps_sps, ps_c = shards_on(cluster, tj, alloc, shards or {})
     r = Running(tj, dict(alloc), sps, a, comm, 0.0, start=now, t_last=now, since=now, resumed=now)
     r.shards, r.ps_sps, r.ps_c = dict(shards or {}), ps_sps, ps_c
-    r.crossed = crossed_states(cluster, set(alloc) | set(shards or {}))
-    if r.crossed and len(ps_sps):
-        r.ps_cross = ps_c - shards_on(cluster, tj, alloc, shards or {}, 0.0)[1]
+    set_crossing(cluster, r)
     r.penalty = spread_factor(cluster, len(set(alloc) | set(shards or {})))
     set_stages(cluster, r, stages)
     return r
@@ -198,6 +196,15 @@ def crossed_states(cluster: Instance, sps: set[int]) -> tuple[int, ...]:
     order = {d: k for k, d in enumerate(sorted(cong.laws))}
     crossed = cong.crossed([cluster.servers[sp].id for sp in sorted(sps)])
     return tuple(sorted(len(cluster.servers) + order[d] for d in crossed))
+
+
+def set_crossing(cluster: Instance, r: Running) -> None:
+    """The congested domains ``r`` crosses on its allocation and shards, and the part of its
+    push/pull that travels between servers (call whenever it is placed or moved)."""
+    r.crossed = crossed_states(cluster, set(r.alloc) | set(r.shards))
+    r.ps_cross = np.zeros(len(r.ps_sps))
+    if r.crossed and len(r.ps_sps):
+        r.ps_cross = r.ps_c - shards_on(cluster, r.tj, r.alloc, r.shards, 0.0)[1]
 
 
 def domain_names(cluster: Instance) -> list[str]:

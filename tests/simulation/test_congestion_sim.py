@@ -14,11 +14,11 @@ from placement.simulation.workload import TraceJob, Workload
 ITER, COMPUTE, GRAD = 1000, 100.0, 50.0
 
 
-def racks(core: Slowdown, gpus: int = 1, rack1: Slowdown = NO_SLOWDOWN) -> Instance:
+def racks(core: Slowdown, gpus: int = 1, rack1: Slowdown = NO_SLOWDOWN, rack0: Slowdown = NO_SLOWDOWN) -> Instance:
     """Two racks of two ``gpus``-GPU servers (100 Gbit/s) under a core (25 Gbit/s)."""
     servers = tuple(Server(f"s{i}", gpus, "V100", 300.0) for i in range(4))
     links = tuple(Link(f"s{i}", f"r{i // 2}", 100.0) for i in range(4)) + (Link("r0", "c", 25.0), Link("r1", "c", 25.0))
-    return Instance("racks", servers, (), (Switch("c", core), Switch("r0"), Switch("r1", rack1)), links)
+    return Instance("racks", servers, (), (Switch("c", core), Switch("r0", rack0), Switch("r1", rack1)), links)
 
 
 def one_job(workers: int) -> Workload:
@@ -103,3 +103,27 @@ def test_every_architecture_runs_at_the_evaluators_time_on_congested_domains(kin
         assert row["run_s"] == pytest.approx(tj.iterations * t.expected_iteration_ms / 1000.0, rel=1e-9), row
         slowed += t.expected_iteration_ms > t.ideal_iteration_ms * (1 + 1e-9)
     assert slowed  # some job crossed a congested domain
+
+
+def test_estimated_knowledge_learns_a_hot_link_from_the_jobs_paces():
+    """Rack 1's switch always at L = 3, nothing else slow.  Blind at first, the loop puts a
+    6-worker job on rack 1 (its tie-break, as the oblivious run does for good); the job's pace
+    shows the congestion, so the loop moves it to rack 0 within the hour, and the next job starts
+    there and runs at no congestion."""
+    from placement.simulation.congestion_book import CongestionLearner
+
+    cl = racks(NO_SLOWDOWN, gpus=4, rack1=Slowdown((3.0,), (1.0,)))
+    grad = 500.0  # an all-reduce of two fifths of the step: the paces say something about the links
+    jobs = (TraceJob("a", 0.0, 6, 40_000, COMPUTE, grad), TraceJob("b", 20_000.0, 6, 10_000, COMPUTE, grad))
+    r = simulate(cl, Workload(jobs, "two", {}), method="auto", knowledge="estimated", dynamics="static", seed=0)
+    racks_of = [(h["job"], {p.split(":")[0] for p in h["placement"].split()}) for h in r.held]
+    assert racks_of == [("a", {"s2", "s3"}), ("a", {"s0", "s1"}), ("b", {"s0", "s1"})]
+    assert next(h for h in r.held if h["job"] == "a")["to_s"] <= 3600.0
+    c = 2 * (6 - 1) / 6 * 8 * grad / 100.0
+    run = {j["job"]: j["run_s"] for j in r.jobs}
+    assert run["b"] == pytest.approx(10_000 * (COMPUTE + c) / 1000)
+    blind = simulate(cl, Workload(jobs, "two", {}), method="auto", knowledge="oblivious", dynamics="static", seed=0)
+    assert sum(j["run_s"] for j in blind.jobs) > 1.2 * sum(run.values())
+    # with nothing congested, every look reads 1 and no law is believed
+    calm = CongestionLearner(racks(NO_SLOWDOWN, gpus=4), seed=0, window_ticks=100)
+    assert calm.laws() == {}
