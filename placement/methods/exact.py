@@ -112,7 +112,9 @@ def run_exact(instance: Instance, opts: Options, backend: Backend, *, prune: boo
         assignment = {j: dict(a) for j, a in start.items()}  # type: ignore[union-attr]
         shards = complete_shards(instance, assignment, None)
         gpus = None  # the rule's, as the start was costed
-        ruled = sorted(shards)
+        # a start better than the model's optimum: the model was not the true objective here, so
+        # its status proves nothing; only the gap of the start to the model's bound can
+        ruled = sorted(shards) + ["(start)"]
     # hybrid jobs' communication is not in the model (their stages are mapped after it): its
     # status proves nothing for them, only the gap to its bound does
     ruled += sorted(j for j in assignment if instance.job_by_id[j].is_hybrid)

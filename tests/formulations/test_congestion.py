@@ -95,3 +95,20 @@ def test_a_hot_rack_sends_a_job_to_a_quiet_one():
         if name != "greedy":
             assert sol.status == Status.OPTIMAL, name
             assert sol.bound == pytest.approx(sol.objective), name
+
+
+def test_a_model_beaten_by_its_start_claims_nothing(monkeypatch):
+    """A MILP that misprices (here: its congestion rows dropped) returns the greedy start when the
+    start is truly better, and then may not call it optimal: its bound is below the true optimum."""
+    import placement.formulations.milp as milp
+
+    hot = Slowdown((1.0, 3.0), (0.75, 0.25))
+    slowish = Slowdown((1.0, 1.1), (0.9, 0.1))
+    servers = tuple(Server(f"s{i}", 4, "V100", 300.0, slowdown=slowish if i >= 2 else Slowdown()) for i in range(4))
+    links = tuple(Link(f"s{i}", f"r{i // 2}", 100.0) for i in range(4)) + (Link("r0", "c", 25.0), Link("r1", "c", 25.0))
+    inst = Instance("racks", servers, (Job("j", 6, 100.0, 50.0),), (Switch("c", hot), Switch("r0", hot)), links)
+    monkeypatch.setattr(milp, "milp_congestion", lambda *a, **k: 0)
+    for name in MILPS:
+        sol = placement.solve(inst, name, time_limit_s=30)
+        assert set(sol.assignment["j"]) == {"s2", "s3"}  # greedy's, which prices congestion
+        assert sol.status == Status.FEASIBLE and sol.bound is not None and sol.bound < sol.objective
