@@ -93,6 +93,8 @@ CELLS: dict[str, Cell] = {
         Cell("cluster04-pod256-onset", "pod256", "elasticflow-cluster04", "onset", dict(WINDOW)),
         # the README window under the law measured in production (issue 49)
         Cell("cluster04-pod256-measured", "pod256", "elasticflow-cluster04", "measured", dict(WINDOW)),
+        Cell("cluster03-pod256-measured", "pod256", "elasticflow-cluster03", "measured", dict(WINDOW)),
+        Cell("c04d50-hot192-measured", "hot192", "elasticflow-cluster04", "measured", days(50)),
         Cell("cluster03-pod256-markov", "pod256", "elasticflow-cluster03", "markov", dict(WINDOW)),
         Cell("cluster04-hetero256-mixed", "hetero256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
         Cell("cluster04-all-1024-markov", "pod1024", "elasticflow-cluster04", "markov", {}),
