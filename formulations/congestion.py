@@ -65,23 +65,20 @@ def _crossable(instance: Instance, j: JobIndex) -> list[tuple[int, tuple[int, ..
     for d in sorted(cong.laws):
         inside = set(cl.domain_members[d].tolist())
         units = tuple(i for i, sp in enumerate(j.servers) if int(sp) in inside)
-        holders = tuple(
-            h
-            for h, home in enumerate(j.homes)
-            if home.domain is not None and (home.domain == d or d in _below(cl, home.domain))
-        )
+        holding = _up(cl, d)  # the homes that hold d: d itself and its ancestors
+        holders = tuple(h for h, home in enumerate(j.homes) if home.domain in holding)
         if units and holders:
             out.append((d, units, holders))
     return out
 
 
-def _below(cl: Any, d: int) -> set[int]:
+def _up(cl: Any, d: int) -> set[int]:
+    """Domain ``d`` and every domain holding it."""
     out: set[int] = set()
-    stack = list(cl.domains[d].children)
-    while stack:
-        c = stack.pop()
-        out.add(c)
-        stack.extend(cl.domains[c].children)
+    at: int | None = d
+    while at is not None:
+        out.add(at)
+        at = cl.domains[at].parent
     return out
 
 
@@ -120,10 +117,10 @@ def unmodelled_jobs(instance: Instance, assignment: dict[str, dict[str, int]]) -
     cong = congestion_of(instance)
     if not cong.any:
         return []
+    gamma = any(t.gamma_ms for t in instance.comm_terms)
     out = []
     for jid, a in assignment.items():
         job = instance.job_by_id[jid]
-        gamma = any(t.gamma_ms for t in instance.comm_terms)
         if (job.is_ps or job.is_hybrid or gamma) and cong.crossed([s for s, k in a.items() if k > 0]):
             out.append(jid)
     return sorted(out)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
-from functools import cached_property
 
 import numpy as np
 
@@ -66,11 +65,6 @@ class Congestion:
     def any(self) -> bool:
         return bool(self.laws)
 
-    @cached_property
-    def mean(self) -> dict[int, float]:
-        """Each congested domain's ``E[L_d]``."""
-        return {d: float(v @ p) for d, (v, p) in self.laws.items()}
-
     def crossed(self, servers: Sequence[str]) -> frozenset[int]:
         """The congested domains a job on ``servers`` crosses (none on one server)."""
         if not self.laws:
@@ -85,6 +79,13 @@ class Congestion:
             law = max_law(self.laws[d] for d in sorted(key))
             got = self._memo[key] = (float(law[0] @ law[1]), float(law[1][law[0] > 1.0].sum()), law)
         return got
+
+    def law_over(self, servers: Sequence[str]) -> Law | None:
+        """The law of the largest ``L`` a job on ``servers`` crosses, or ``None`` when it is 1."""
+        if not self.laws:
+            return None
+        law = self.of(servers)[2]
+        return law if float(law[0][-1]) > 1.0 else None
 
     def factor(self, servers: Sequence[str]) -> float:
         """``E[max L]`` over the domains ``servers`` cross (1 when none is congested)."""

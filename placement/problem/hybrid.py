@@ -155,8 +155,8 @@ def hybrid_phase(
         cg = congestion_of(instance)
         if cg.any:
             for i, (jp, m) in enumerate(items):
-                law = cg.of([instance.servers[sp].id for sp in sorted({sp for row in m for sp in row})])[2]
-                if law[0][-1] <= 1.0:
+                law = cg.law_over([instance.servers[sp].id for sp in sorted({sp for row in m for sp in row})])
+                if law is None:
                     continue
                 e[i] = strag[i] = 0.0
                 for lv, lp in zip(*law):

@@ -90,11 +90,7 @@ def ps_phase(
 
 def _law(instance: Instance, x: Mapping[int, int], z: Mapping[int, int]) -> tuple[np.ndarray, np.ndarray] | None:
     """The law of the largest congestion a job on ``x`` with shards ``z`` crosses (``None``: 1)."""
-    cg = congestion_of(instance)
-    if not cg.any:
-        return None
-    law = cg.of([instance.servers[sp].id for sp in sorted(set(x) | set(z))])[2]
-    return law if law[0][-1] > 1.0 else None
+    return congestion_of(instance).law_over([instance.servers[sp].id for sp in sorted(set(x) | set(z))])
 
 
 def ps_straggler(

@@ -113,8 +113,8 @@ class Belief:
             servers = tuple(dataclasses.replace(s, gpu_slowdowns={}) for s in servers)
         scen = self.cluster.scenarios if k == "oracle" and self.truthful else None
         self.switches = self.cluster.switches
-        """The switches decisions see: their congestion laws with the truth's knowledge, calm
-        otherwise (nothing estimates congestion yet)."""
+        """The switches decisions see: their congestion laws with the truth's knowledge, the laws
+        learnt from the jobs' paces with ``estimated``, calm with ``oblivious``."""
         if k not in ("oracle", "clairvoyant", "hindsight") or not self.truthful:
             self.switches = calm(self.cluster.switches)
             if k == "estimated" and congestion:  # the laws learnt from the jobs' paces

@@ -260,16 +260,15 @@ def iteration_ms(r: Running, S: np.ndarray) -> float:
     ``L`` per congested domain): its traffic between servers takes the largest ``L`` it crosses
     times longer."""
     cong = float(S[list(r.crossed)].max()) if r.crossed else 1.0
-    if cong > 1.0:
-        q = np.maximum(r.q_intra, r.q_cross * cong) if r.stages else r.q
-        sync = max(r.sync_intra, r.sync_cross * cong)
-        t = r.slots * float((r.a * S[r.sps] + q).max()) + sync + r.comm * cong
+    q, sync, ps_c = r.q, r.sync, r.ps_c
+    if cong > 1.0:  # its transfers between servers, cong times longer
+        if r.stages:
+            q, sync = np.maximum(r.q_intra, r.q_cross * cong), max(r.sync_intra, r.sync_cross * cong)
         if len(r.ps_sps):
-            t += float(((r.ps_c + r.ps_cross * (cong - 1.0)) * S[r.ps_sps]).max())
-        return t * r.penalty if r.penalty != 1.0 else t
-    t = r.slots * float((r.a * S[r.sps] + r.q).max()) + r.sync + r.comm
+            ps_c = r.ps_c + r.ps_cross * (cong - 1.0)
+    t = r.slots * float((r.a * S[r.sps] + q).max()) + sync + r.comm * cong
     if len(r.ps_sps):  # a parameter-server job's push/pull phase, the same draws
-        t += float((r.ps_c * S[r.ps_sps]).max())
+        t += float((ps_c * S[r.ps_sps]).max())
     return t * r.penalty if r.penalty != 1.0 else t
 
 

@@ -228,12 +228,22 @@ class Dynamics:
     def _domain_next(self, k: int, t: float, now: float) -> tuple[float, int, float]:
         """The change that ends the period domain ``k`` is in at ``t`` (value ``now``)."""
         values, probs = self.domain_states[k]
-        rng = self.domain_rngs[k]
-        if now > float(values[0]):  # an episode ends
-            return t + self.episode(rng), k, float(values[0])
-        mean_normal = self.mean_episode * probs[0] / (1.0 - probs[0])
+        when, v = self.alternate(self.domain_rngs[k], values, probs, float(probs[0]), t, now)
+        return when, k, v
+
+    def alternate(
+        self, rng: np.random.Generator, values: np.ndarray, probs: np.ndarray, p_low: float, t: float, now: float
+    ) -> tuple[float, float]:
+        """The change that ends a period of an alternating state at ``t`` (value ``now``): an
+        episode ends after one of the episode law, back to the lowest value; a normal period
+        (exponential, with the mean that makes ``p_low`` the long-run share at the lowest value)
+        ends in an episode at a higher value drawn in proportion to its probability."""
+        low = float(values[0])
+        if now > low:
+            return t + self.episode(rng), low
+        mean_normal = self.mean_episode * p_low / (1.0 - p_low)
         v = draw(rng, values[1:], probs[1:] / probs[1:].sum())
-        return t + float(rng.exponential(mean_normal)), k, v
+        return t + float(rng.exponential(mean_normal)), v
 
     # ------------------------------------------------------------ series
     def start(self) -> np.ndarray:

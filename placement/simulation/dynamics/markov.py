@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from placement.simulation.dynamics.base import Change, Dynamics, draw
+from placement.simulation.dynamics.base import Change, Dynamics
 from placement.simulation.forecast import kept, mix, rate
 
 
@@ -84,11 +84,5 @@ class Markov(Dynamics):
     def next_change(self, sp: int, t: float, now: float) -> tuple[float, int, float]:
         """The change that ends the period server ``sp`` is in at time ``t`` (value ``now``)."""
         values, probs = self.states[sp]
-        rng = self.rngs[sp]
-        low = float(values[0])
-        if now > low:  # an episode ends: back to the lowest value
-            return t + self.episode(rng), sp, low
-        p_low = self.low_share(sp)
-        mean_normal = self.mean_episode * p_low / (1.0 - p_low)
-        v = draw(rng, values[1:], probs[1:] / probs[1:].sum())
-        return t + float(rng.exponential(mean_normal)), sp, v
+        when, v = self.alternate(self.rngs[sp], values, probs, self.low_share(sp), t, now)
+        return when, sp, v

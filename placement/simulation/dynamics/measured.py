@@ -80,12 +80,18 @@ class MeasuredLaw:
         """Hot-period onsets per second on a domain of ``servers`` servers (while calm)."""
         return self.hot_per_day * (max(servers, 1) / self.ref_servers) ** self.rate_exponent / DAY_S
 
+    def onset_rates(self) -> tuple[float, float]:
+        """Per second while normal: computation fail-slow onsets, and severe-machine onsets (the
+        rate that makes ``severe_share`` the long-run share of time in a severe period)."""
+        lc = self.compute_per_day / DAY_S
+        ec, es = episode_mean_s(self.compute_median_s), _mean(self.severe_median_s)
+        ls = self.severe_share * (1.0 + lc * ec) / (es * (1.0 - self.severe_share)) if self.severe_share else 0.0
+        return lc, ls
+
     def server_law(self) -> Slowdown:
         """A server's long-run law: the shares of time in each state of its alternation."""
-        lc = self.compute_per_day / DAY_S
-        ec = episode_mean_s(self.compute_median_s)
-        es = _mean(self.severe_median_s)
-        ls = self.severe_share * (1.0 + lc * ec) / (es * (1.0 - self.severe_share)) if self.severe_share else 0.0
+        lc, ls = self.onset_rates()
+        ec, es = episode_mean_s(self.compute_median_s), _mean(self.severe_median_s)
         total = 1.0 + lc * ec + ls * es
         shares = {1.0: 1.0 / total}
         for v, p in zip(self.compute_values, self.compute_probs):
@@ -169,7 +175,6 @@ class Measured(Markov):
         super().__init__(measured_cluster(cluster, self.measured), seed=seed, options=options)
         cl = cluster_of(self.cluster)
         self.domain_servers = [len(cl.domains[d].servers) for d in self.domains]
-        self.hot = [False] * len(self.domains)
         self.hot_until = [0.0] * len(self.domains)
         self.busy_until = [0.0] * len(self.domains)
 
@@ -180,11 +185,8 @@ class Measured(Markov):
     def next_change(self, sp: int, t: float, now: float) -> tuple[float, int, float]:
         """The next onset of server ``sp``, normal at ``t``: its time, and its kind as a negative
         marker (-1 severe, -2 computation; :meth:`changes` draws its value and length)."""
-        law, rng = self.measured, self.rngs[sp]
-        lc = law.compute_per_day / DAY_S
-        es = _mean(law.severe_median_s)
-        ec = episode_mean_s(law.compute_median_s)
-        ls = law.severe_share * (1.0 + lc * ec) / (es * (1.0 - law.severe_share)) if law.severe_share else 0.0
+        rng = self.rngs[sp]
+        lc, ls = self.measured.onset_rates()
         return t + float(rng.exponential(1.0 / (lc + ls))), sp, -1.0 if rng.random() < ls / (lc + ls) else -2.0
 
     def changes(self, s0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
@@ -192,8 +194,9 @@ class Measured(Markov):
         # are drawn when it starts (one stream per server, so the series do not depend on order)
         pending: list[tuple[float, int, float]] = []
         for sp in range(self.n):
-            if s0[sp] > 1.0:  # in an episode at time 0: its rest
-                pending.append((self._length(sp, float(s0[sp])), sp, 1.0))
+            if s0[sp] > 1.0:  # in a slow period at time 0: its rest (severe: the value only it takes)
+                severe = s0[sp] == self.measured.severe_value and s0[sp] not in self.measured.compute_values
+                pending.append((self._length(sp, severe), sp, 1.0))
             else:
                 pending.append(self.next_change(sp, 0.0, 1.0))
         heapq.heapify(pending)
@@ -206,17 +209,16 @@ class Measured(Markov):
                     if v == -1.0
                     else draw(rng, np.asarray(self.measured.compute_values), np.asarray(self.measured.compute_probs))
                 )
-                heapq.heappush(pending, (t + self._length(sp, value), sp, 1.0))
+                heapq.heappush(pending, (t + self._length(sp, v == -1.0), sp, 1.0))
                 yield t, [Change(t, sp, value)]
             else:
                 heapq.heappush(pending, self.next_change(sp, t, 1.0))
                 yield t, [Change(t, sp, 1.0)]
 
-    def _length(self, sp: int, value: float) -> float:
+    def _length(self, sp: int, severe: bool) -> float:
+        """A slow period's length: a severe machine's (until repaired), or a fail-slow episode's."""
         rng = self.rngs[sp]
-        if value == self.measured.severe_value and value not in self.measured.compute_values:
-            return _long(rng, self.measured.severe_median_s)
-        return _short(rng, self.measured.compute_median_s)
+        return _long(rng, self.measured.severe_median_s) if severe else _short(rng, self.measured.compute_median_s)
 
     # ------------------------------------------------------------ domains
     def _domain_changes(self, l0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
