@@ -157,9 +157,10 @@ class Dynamics:
         return self.cluster.scenarios is not None
 
     # ----------------------------------------------------------- helpers
-    def episode(self, rng: np.random.Generator) -> float:
-        """One episode length of the law (lognormal, clipped)."""
-        x = float(np.exp(rng.normal(math.log(self.median), EPISODE_SIGMA)))
+    def episode(self, rng: np.random.Generator, median_s: float | None = None) -> float:
+        """One episode length of the law (lognormal, clipped; median ``median_s``, default the
+        model's)."""
+        x = float(np.exp(rng.normal(math.log(self.median if median_s is None else median_s), EPISODE_SIGMA)))
         return min(max(x, EPISODE_MIN_S), EPISODE_MAX_S)
 
     def draw_law(self) -> np.ndarray:

@@ -122,11 +122,6 @@ def _long(rng: np.random.Generator, median_s: float) -> float:
     return min(max(x, 3600.0), 30 * DAY_S)
 
 
-def _short(rng: np.random.Generator, median_s: float) -> float:
-    x = float(np.exp(rng.normal(math.log(median_s), EPISODE_SIGMA)))
-    return min(max(x, EPISODE_MIN_S), EPISODE_MAX_S)
-
-
 MEASURED = MeasuredLaw(
     compute_per_day=0.25,
     compute_median_s=330.0,
@@ -218,7 +213,9 @@ class Measured(Markov):
     def _length(self, sp: int, severe: bool) -> float:
         """A slow period's length: a severe machine's (until repaired), or a fail-slow episode's."""
         rng = self.rngs[sp]
-        return _long(rng, self.measured.severe_median_s) if severe else _short(rng, self.measured.compute_median_s)
+        return (
+            _long(rng, self.measured.severe_median_s) if severe else self.episode(rng, self.measured.compute_median_s)
+        )
 
     # ------------------------------------------------------------ domains
     def _domain_changes(self, l0: np.ndarray) -> Iterator[tuple[float, list[Change]]]:
@@ -244,7 +241,7 @@ class Measured(Markov):
                 if t >= self.hot_until[k]:
                     continue
                 value = draw(rng, np.asarray(law.congestion_values), np.asarray(law.congestion_probs))
-                end = t + _short(rng, law.burst_median(n))
+                end = t + self.episode(rng, law.burst_median(n))
                 self.busy_until[k] = end
                 heapq.heappush(pending, (end, k, "end", 1.0))
                 heapq.heappush(pending, (end + float(rng.exponential(3600.0 / law.burst_per_hour)), k, "burst", 0.0))
