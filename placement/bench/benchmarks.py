@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from placement.bench.online import CELLS, GRID, GRID_CONFIGS, LADDER, bench_online
+from placement.bench.online import CELLS, GRID, GRID_CONFIGS, GRID_MEASURED, GRID_MEASURED_CONFIGS, LADDER, bench_online
 from placement.bench.online import CONFIGS as ONLINE_CONFIGS
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
@@ -386,7 +386,19 @@ def main(argv: list[str] | None = None) -> None:
         help="the grid defaults are chosen on (its cells, configurations consolidate, consolidate-none, proactive, "
         "clairvoyant and seeds 0,1,2 unless given); writes grid.md too",
     )
-    on.add_argument("-o", "--out", default=None, help="default benchmarks/online (benchmarks/online-grid with --grid)")
+    on.add_argument(
+        "--grid-measured",
+        action="store_true",
+        help="the grid's windows, loads and shapes under the measured law (configurations consolidate, proactive "
+        "and their straggler-free twins, seeds 0,1,2 unless given); writes grid.md too",
+    )
+    on.add_argument(
+        "-o",
+        "--out",
+        default=None,
+        help="default benchmarks/online (benchmarks/online-grid with --grid, benchmarks/online-grid-measured with "
+        "--grid-measured)",
+    )
     pe = sub.add_parser(
         "peers", help="the peers' schedulers (Tiresias, Gavel, SRTF, FIFO) with their placement and ours"
     )
@@ -496,10 +508,22 @@ def main(argv: list[str] | None = None) -> None:
         print((Path(a.out) / "peers.md").read_text())
         return
     if a.what == "online":
-        a.cells = a.cells or ",".join(GRID if a.grid else ("cluster04-pod256-markov", "cluster04-hetero256-mixed"))
-        a.configs = a.configs or ",".join(GRID_CONFIGS if a.grid else LADDER)
-        a.seeds = a.seeds or ("0,1,2" if a.grid else "0,1,2,3,4")
-        a.out = a.out or ("benchmarks/online-grid" if a.grid else "benchmarks/online")
+        if a.grid and a.grid_measured:
+            ap.error("--grid and --grid-measured: one at a time")
+        grid = a.grid or a.grid_measured
+        default_cells = ("cluster04-pod256-markov", "cluster04-hetero256-mixed")
+        a.cells = a.cells or ",".join(GRID_MEASURED if a.grid_measured else GRID if a.grid else default_cells)
+        a.configs = a.configs or ",".join(
+            GRID_MEASURED_CONFIGS if a.grid_measured else GRID_CONFIGS if a.grid else LADDER
+        )
+        a.seeds = a.seeds or ("0,1,2" if grid else "0,1,2,3,4")
+        a.out = a.out or (
+            "benchmarks/online-grid-measured"
+            if a.grid_measured
+            else "benchmarks/online-grid"
+            if a.grid
+            else "benchmarks/online"
+        )
         unknown = [c for c in a.cells.split(",") if c not in CELLS] + [
             c for c in a.configs.split(",") if c not in ONLINE_CONFIGS
         ]
@@ -529,7 +553,7 @@ def main(argv: list[str] | None = None) -> None:
             extra=extra,
             parallel=a.parallel,
         )
-        print((Path(a.out) / ("grid.md" if a.grid else "online.md")).read_text())
+        print((Path(a.out) / ("grid.md" if grid else "online.md")).read_text())
         return
     if a.what == "gaps":
         from placement.bench.gaps import bench_gaps_family

@@ -43,6 +43,8 @@ __all__ = [
     "LADDER",
     "GRID",
     "GRID_CONFIGS",
+    "GRID_MEASURED",
+    "GRID_MEASURED_CONFIGS",
     "Cell",
     "bootstrap_mean",
     "paired_change",
@@ -76,6 +78,30 @@ class Cell:
     (``episode_median_s``, ``persistent_share``)."""
 
 
+_MARKOV_GRID: dict[str, Cell] = {
+    c.name: c
+    for c in (
+        Cell("grid-c04d28-pod256", "pod256", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-pod256-load0.5", "pod256", "elasticflow-cluster04", "markov", days(28, load=0.5)),
+        Cell("grid-c04d28-pod256-load2", "pod256", "elasticflow-cluster04", "markov", days(28, load=2.0)),
+        Cell("grid-c04d28-calm256", "calm256", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-heavy128", "heavy128", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-flat128", "flat128", "elasticflow-cluster04", "markov", days(28)),
+        Cell("grid-c04d28-pod1024-load4", "pod1024", "elasticflow-cluster04", "markov", days(28, load=4.0)),
+        Cell("grid-c03d28-pod256", "pod256", "elasticflow-cluster03", "markov", days(28)),
+        Cell("grid-c03d28-pod256-load2", "pod256", "elasticflow-cluster03", "markov", days(28, load=2.0)),
+        Cell("grid-c04d44-heavy256", "heavy256", "elasticflow-cluster04", "markov", days(44)),
+        Cell("grid-c04d50-hot192", "hot192", "elasticflow-cluster04", "markov", days(50)),
+        # the loaded cells on two more draws of their cluster each (which servers are hot)
+        *(
+            Cell(f"grid-c04d{d}-{c}-draw{s}", f"{c}-draw{s}", "elasticflow-cluster04", "markov", days(d))
+            for d, c, draws in ((44, "heavy256", (31, 32)), (50, "hot192", (26, 27)))
+            for s in draws
+        ),
+    )
+}
+"""The grid (``python -m placement.bench online --grid``): defaults are chosen by their worst cell."""
+
 CELLS: dict[str, Cell] = {
     c.name: c
     for c in (
@@ -98,29 +124,29 @@ CELLS: dict[str, Cell] = {
         Cell("cluster03-pod256-markov", "pod256", "elasticflow-cluster03", "markov", dict(WINDOW)),
         Cell("cluster04-hetero256-mixed", "hetero256", "elasticflow-cluster04", "mixed", dict(WINDOW)),
         Cell("cluster04-all-1024-markov", "pod1024", "elasticflow-cluster04", "markov", {}),
-        # the grid (python -m placement.bench online --grid): defaults are chosen by their worst cell
-        Cell("grid-c04d28-pod256", "pod256", "elasticflow-cluster04", "markov", days(28)),
-        Cell("grid-c04d28-pod256-load0.5", "pod256", "elasticflow-cluster04", "markov", days(28, load=0.5)),
-        Cell("grid-c04d28-pod256-load2", "pod256", "elasticflow-cluster04", "markov", days(28, load=2.0)),
-        Cell("grid-c04d28-calm256", "calm256", "elasticflow-cluster04", "markov", days(28)),
-        Cell("grid-c04d28-heavy128", "heavy128", "elasticflow-cluster04", "markov", days(28)),
-        Cell("grid-c04d28-flat128", "flat128", "elasticflow-cluster04", "markov", days(28)),
-        Cell("grid-c04d28-pod1024-load4", "pod1024", "elasticflow-cluster04", "markov", days(28, load=4.0)),
-        Cell("grid-c03d28-pod256", "pod256", "elasticflow-cluster03", "markov", days(28)),
-        Cell("grid-c03d28-pod256-load2", "pod256", "elasticflow-cluster03", "markov", days(28, load=2.0)),
-        Cell("grid-c04d44-heavy256", "heavy256", "elasticflow-cluster04", "markov", days(44)),
-        Cell("grid-c04d50-hot192", "hot192", "elasticflow-cluster04", "markov", days(50)),
-        # the loaded cells on two more draws of their cluster each (which servers are hot)
+        Cell("cluster04-all-1024-measured", "pod1024", "elasticflow-cluster04", "measured", {}),
+        # the jobs that suffer (issue 49): cluster04's widest jobs of days 20-30 (16-64 GPUs) 16 times
+        # wider (256-1,024 GPUs, weak scaling) on Greyhound's production shape, under the measured law
+        Cell(
+            "large-c04d20-widest-probe4096-measured",
+            "probe4096",
+            "elasticflow-cluster04",
+            "measured",
+            days(20, 10, min_workers=16, widen=16),
+        ),
+        *_MARKOV_GRID.values(),
+        # the grid's windows, loads and cluster shapes under the measured law (a cluster's own laws
+        # play no part there, so the grid's draws and calm256, pod256's shape, are not repeated)
         *(
-            Cell(f"grid-c04d{d}-{c}-draw{s}", f"{c}-draw{s}", "elasticflow-cluster04", "markov", days(d))
-            for d, c, draws in ((44, "heavy256", (31, 32)), (50, "hot192", (26, 27)))
-            for s in draws
+            Cell(f"{name}-measured", c.cluster, c.trace, "measured", dict(c.trace_options))
+            for name, c in _MARKOV_GRID.items()
+            if "-draw" not in name and c.cluster != "calm256"
         ),
     )
 }
 """The cells the issue lists that the bundled data supports (no Philly trace is bundled), and
 the grid's."""
-GRID: tuple[str, ...] = tuple(c for c in CELLS if c.startswith("grid-"))
+GRID: tuple[str, ...] = tuple(c for c in CELLS if c.startswith("grid-") and CELLS[c].dynamics == "markov")
 """The grid a default of the proactive loop is chosen on, by its worst cell: the README window
 (cluster04 days 28-30) at the trace's load, half and twice it; the same window on a calm 256-GPU
 cluster, a heavy-tailed 128-GPU two-tier one, a hot one-tier one of 128 GPUs and, at four times
@@ -128,6 +154,12 @@ the load, 1,024 GPUs; cluster03's days 28-30 at its load and twice it; and two l
 where queueing dominates (cluster04 days 44-46 on a heavy-tailed 256-GPU cluster, days 50-52
 on a hot 192-GPU one), each also on two more draws of its cluster (other generator seeds: other
 servers hot, other laws).  Every cell runs the ``markov`` truth on its cluster's slowdown laws."""
+GRID_MEASURED: tuple[str, ...] = tuple(c for c in CELLS if c.startswith("grid-") and CELLS[c].dynamics == "measured")
+"""The grid's windows, loads and cluster shapes under the ``measured`` law (issue 49): ten cells
+(``python -m placement.bench online --grid-measured``)."""
+GRID_MEASURED_CONFIGS: tuple[str, ...] = ("consolidate", "consolidate-none", "proactive", "proactive-none")
+"""Consolidation and the loop, each with its straggler-free twin: the straggler inflation of
+each and the loop's gain, placement quality told apart from straggler avoidance."""
 GRID_CONFIGS: tuple[str, ...] = (
     "consolidate",
     "consolidate-none",
@@ -275,16 +307,19 @@ def paired_change(new: dict[int, float], base: dict[int, float], seed: int = 0) 
 
 # ------------------------------------------------------------------ running
 def cluster_file(name: str, out: Path) -> str:
-    """A bundled cluster's name, or the generated cluster written to ``out/clusters/``."""
-    if name not in GENERATED:
+    """A bundled cluster's name, or the generated cluster written to ``out/clusters/``
+    (``probe4096``: Greyhound's production shape, :func:`placement.bench.probes.probe_cluster`)."""
+    if name not in GENERATED and name != "probe4096":
         return name
     from placement.formats import dump_instance
     from placement.instances.generate import from_source
 
     path = out / "clusters" / f"{name}.json"
     if not path.is_file():
+        from placement.bench.probes import probe_cluster
+
         path.parent.mkdir(parents=True, exist_ok=True)
-        dump_instance(from_source(GENERATED[name]), path)
+        dump_instance(probe_cluster() if name == "probe4096" else from_source(GENERATED[name]), path)
     return str(path.resolve())
 
 

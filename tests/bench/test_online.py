@@ -147,6 +147,33 @@ def test_the_grid_spans_loads_shapes_regimes_and_both_traces(tmp_path):
     }
 
 
+def test_the_measured_grid_repeats_the_grids_windows_loads_and_shapes_under_the_measured_law(tmp_path):
+    markov = {online.CELLS[c].cluster for c in online.GRID} - {"calm256"}
+    markov = {c.split("-draw")[0] for c in markov}
+    cells = [online.CELLS[c] for c in online.GRID_MEASURED]
+    assert len(cells) == 10 and {c.dynamics for c in cells} == {"measured"}
+    assert {c.cluster for c in cells} == markov
+    for c in cells:
+        twin = online.CELLS[c.name.removesuffix("-measured")]
+        assert (twin.dynamics, twin.cluster, twin.trace, twin.trace_options) == (
+            "markov",
+            c.cluster,
+            c.trace,
+            c.trace_options,
+        )
+    assert not set(online.GRID) & set(online.GRID_MEASURED)
+
+
+def test_the_wide_jobs_cell_runs_greyhounds_shape(tmp_path):
+    from placement.formats import load_instance
+    from placement.problem.topology import cluster_of
+
+    cell = online.CELLS["large-c04d20-widest-probe4096-measured"]
+    inst = load_instance(online.cluster_file(cell.cluster, tmp_path))
+    assert sum(s.gpus for s in inst.servers) == 4096 and len(cluster_of(inst).domains) > 3
+    assert cell.trace_options["min_workers"] == 16 and cell.trace_options["widen"] == 16
+
+
 def test_the_grid_reports_each_candidates_own_inflation_and_the_replay_reference(tmp_path):
     """Beside each removal share, the loop's own straggler inflation (itself minus its none
     twin, paired) against consolidation's; and the clairvoyant on the loop's starts."""

@@ -147,6 +147,30 @@ def test_resampling_is_seeded_and_keeps_the_rate(cluster03: Workload) -> None:
     assert one.jobs == cluster03.jobs[:1]
 
 
+def test_the_widest_jobs_widened(cluster03: Workload) -> None:
+    jobs = cluster03.jobs[:200]
+    wide = [j for j in jobs if j.workers >= 8]
+    assert wide and len(wide) < len(jobs)
+    w = apply_options(jobs, min_workers=8, widen=4)
+    # the wide ones only, in order, each gang 4x wider, everything else of the job kept (weak scaling)
+    assert [j.id for j in w.jobs] == [j.id for j in wide]
+    for j, k in zip(wide, w.jobs):
+        assert k.workers == 4 * j.workers
+        assert (k.iterations, k.compute_ms, k.gradient_mb, k.duration_s) == (
+            j.iterations,
+            j.compute_ms,
+            j.gradient_mb,
+            j.duration_s,
+        )
+    assert "jobs of 8+ GPUs; widened x4" in w.source
+    # widened before the cluster's width is checked; a hybrid job's data-parallel degree widens
+    with pytest.raises(TraceError):
+        apply_options(wide[:1], widen=64, max_workers=wide[0].workers * 32)
+    hybrid = TraceJob("h", 0.0, 16, 10, 1.0, 1.0, architecture="hybrid", tp=4, pp=2, dp=2)
+    (h,) = apply_options([hybrid], widen=3).jobs
+    assert (h.workers, h.tp, h.pp, h.dp) == (48, 4, 2, 6)
+
+
 def test_wider_than_the_cluster(cluster03: Workload) -> None:
     jobs = cluster03.jobs[:50]
     wide = [j for j in jobs if j.workers > 16]
@@ -169,6 +193,8 @@ def test_wider_than_the_cluster(cluster03: Workload) -> None:
         ("load", math.inf, "The 'load' parameter of read_trace must be a number > 0. Got inf instead."),
         ("window_s", 0.0, "The 'window_s' parameter of read_trace must be a number > 0. Got 0.0 instead."),
         ("max_jobs", 0, "The 'max_jobs' parameter of read_trace must be an int >= 1. Got 0 instead."),
+        ("min_workers", 0, "The 'min_workers' parameter of read_trace must be an int >= 1 or None. Got 0 instead."),
+        ("widen", 1.5, "The 'widen' parameter of read_trace must be an int >= 1. Got 1.5 instead."),
     ],
 )
 def test_bad_option_values(option: str, value: object, message: str) -> None:

@@ -86,6 +86,8 @@ def read_trace(
     hybrid_fraction: float = 0.0,
     hybrid_seed: int = 0,
     most_gpus: int = 8,
+    min_workers: int | None = None,
+    widen: int = 1,
 ) -> Workload:
     """Read a trace (``format``: ``auto``, ``elasticflow``, ``philly``, ``plain`` or ``sia``; ``path``
     a file or a bundled name, :func:`resolve_trace`) and apply the options (see
@@ -98,7 +100,9 @@ def read_trace(
             f"The 'format' parameter of read_trace must be one of 'auto', {', '.join(map(repr, FORMATS))}. "
             f"Got {format!r} instead."
         )
-    validate_options("read_trace", window_start_s, window_s, max_jobs, load, resample_seed, max_workers)
+    validate_options(
+        "read_trace", window_start_s, window_s, max_jobs, load, resample_seed, max_workers, min_workers, widen
+    )
     table = load_table(resolve_trace(path))
     fmt = detect_format(table) if format == "auto" else format
     if fmt == "elasticflow":
@@ -127,4 +131,6 @@ def read_trace(
         hybrid_fraction=hybrid_fraction,
         hybrid_seed=hybrid_seed,
         most_gpus=most_gpus,
+        min_workers=min_workers,
+        widen=widen,
     )

@@ -34,6 +34,8 @@ def validate_options(
     load: float,
     resample_seed: int | None,
     max_workers: int | None,
+    min_workers: int | None = None,
+    widen: int = 1,
 ) -> None:
     _check(
         caller, "window_start_s", window_start_s, _is_number(window_start_s) and window_start_s >= 0, "a number >= 0"
@@ -49,6 +51,14 @@ def validate_options(
         max_workers is None or (_is_int(max_workers) and max_workers >= 1),
         "an int >= 1",
     )
+    _check(
+        caller,
+        "min_workers",
+        min_workers,
+        min_workers is None or (_is_int(min_workers) and min_workers >= 1),
+        "an int >= 1 or None",
+    )
+    _check(caller, "widen", widen, _is_int(widen) and widen >= 1, "an int >= 1")
 
 
 def _g(x: float) -> str:
@@ -74,8 +84,10 @@ def apply_to(
     hybrid_fraction: float = 0.0,
     hybrid_seed: int = 0,
     most_gpus: int = 8,
+    min_workers: int | None = None,
+    widen: int = 1,
 ) -> Workload:
-    validate_options(caller, window_start_s, window_s, max_jobs, load, resample_seed, max_workers)
+    validate_options(caller, window_start_s, window_s, max_jobs, load, resample_seed, max_workers, min_workers, widen)
     _check(
         caller,
         "hybrid_fraction",
@@ -96,6 +108,9 @@ def apply_to(
         notes.append(
             f"window from {_g(window_start_s)} s" if window_s is None else f"window {_g(window_start_s)}-{_g(end)} s"
         )
+    if min_workers is not None:
+        out = [j for j in out if j.workers >= min_workers]
+        notes.append(f"jobs of {min_workers}+ GPUs")
     if max_jobs is not None:
         out = out[:max_jobs]
         notes.append(f"first {max_jobs} jobs")
@@ -105,6 +120,10 @@ def apply_to(
     if resample_seed is not None:
         out = _resample(out, resample_seed)
         notes.append(f"Poisson resampled (seed {resample_seed})")
+    if widen != 1:
+        # weak scaling: each worker keeps its share of the work, so the trace's run time stays
+        out = [replace(j, workers=j.workers * widen, dp=None if j.dp is None else j.dp * widen) for j in out]
+        notes.append(f"widened x{widen}")
     dropped: dict[str, int] = {}
     if max_workers is not None:
         wide = [j for j in out if j.workers > max_workers]
@@ -180,12 +199,16 @@ def apply_options(
     hybrid_fraction: float = 0.0,
     hybrid_seed: int = 0,
     most_gpus: int = 8,
+    min_workers: int | None = None,
+    widen: int = 1,
 ) -> Workload:
     """Jobs sorted by ``(submit_s, id)``, then, in this order: kept in the window
-    ``[window_start_s, window_start_s + window_s)`` and shifted to start at 0; the first
-    ``max_jobs``; submit times divided by ``load``; inter-arrival times redrawn i.i.d.
+    ``[window_start_s, window_start_s + window_s)`` and shifted to start at 0; only those of at
+    least ``min_workers`` GPUs; the first ``max_jobs``; submit times divided by ``load``;
+    inter-arrival times redrawn i.i.d.
     exponential at the same mean rate (jobs / span) with ``numpy.random.default_rng(
-    resample_seed)``, first submission and order kept; jobs wider than ``max_workers``
+    resample_seed)``, first submission and order kept; every gang ``widen`` times wider (weak
+    scaling: iterations, per-worker compute, gradient and the trace's run time kept); jobs wider than ``max_workers``
     refused (:class:`TraceError`) or, with ``drop_wider``, dropped and counted; a
     ``ps_fraction`` share of the jobs (drawn with ``numpy.random.default_rng(ps_seed)``) made
     parameter-server jobs of ``ps_shards`` shards; a ``hybrid_fraction`` share of the
@@ -212,4 +235,6 @@ def apply_options(
         hybrid_fraction=hybrid_fraction,
         hybrid_seed=hybrid_seed,
         most_gpus=most_gpus,
+        min_workers=min_workers,
+        widen=widen,
     )
