@@ -56,6 +56,22 @@ from placement.errors import (
     help="A CSV rank,server: the instance server each rank of --op-trace ran on.",
 )
 @click.option(
+    "--steps",
+    "steps",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Step log CSV (job, servers, time, duration, compute: the servers ';'- or space-separated, time the "
+    "step's end in s, compute its slowest worker's): the congestion law of every domain the jobs cross, on its "
+    "first switch; repeatable.",
+)
+@click.option(
+    "--bin-s",
+    type=FiniteRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Time bin of --steps, in seconds (a job's look is the median of its steps in a bin).",
+)
+@click.option(
     "--telemetry",
     type=click.Path(exists=True, dir_okay=False),
     help="Per-server utilisation CSV (server, time, cpu, memory, network, gpu).",
@@ -133,11 +149,24 @@ def estimate(
     gpu_profiles: tuple[str, ...],
     perf_is: str | None,
     seed: int,
+    steps: tuple[str, ...],
+    bin_s: float,
 ) -> None:
-    """Write slowdown estimates learned from logs and telemetry, and per-GPU factors from
-    profiles, into INSTANCE."""
+    """Write slowdown estimates learned from logs and telemetry, congested links from step logs
+    and op traces, and per-GPU factors from profiles, into INSTANCE."""
     check_output(
-        output, instance, telemetry, demands, jobs_file, server_map, op_trace, rank_map, *logs, *pai, *gpu_profiles
+        output,
+        instance,
+        telemetry,
+        demands,
+        jobs_file,
+        server_map,
+        op_trace,
+        rank_map,
+        *logs,
+        *pai,
+        *gpu_profiles,
+        *steps,
     )
     import placement
     from placement.formats import parse_json
@@ -169,6 +198,8 @@ def estimate(
         gpu_profiles=gpu_profiles,
         perf_is=perf_is,
         seed=seed,
+        steps=steps,
+        bin_s=bin_s,
     )
     inst, servers, fleet, overrides = got.instance, got.servers, got.fleet, got.overrides
     emit(written(inst), output)
@@ -215,6 +246,19 @@ def estimate(
         con.print(t)
         for line in got.laid_out:
             con.print(f"laid out: {line}")
+    if got.links is not None:
+        if got.links.domains:
+            t = Table(title="congested links per domain", show_edge=False, pad_edge=False)
+            for c in ("switch", "jobs looking", "E[L]", "P(L>1)", "support"):
+                t.add_column(c)
+            for w, d in got.links.domains.items():
+                values = " ".join(f"{v:g}" for v in d.law.values)
+                t.add_row(w, str(d.jobs), f"{d.mean:.3f}", f"{d.congested_probability:.3f}", values)
+            con.print(t)
+        else:
+            con.print("congested links: no job could tell (nothing written on the switches)")
+        for job, why in got.links.silent.items():
+            con.print(f"cannot tell: job {job}: {why}", markup=False)
     if overrides:
         n = sum(len(v) for v in overrides.values())
         con.print(f"contention: {n} job-server overrides for {len(overrides)} job(s) from the telemetry forecast")

@@ -27,13 +27,42 @@ contention, written as that job's override for that server.
 is compared with its peers only (its own stage and model chunk, the same step and microbatch,
 across data-parallel replicas), robustly to sequence lengths that vary by microbatch; the
 ratios go through the same estimator, one estimate per rank, and a server gets its slowest
-rank's.
+rank's.  Its data-parallel collectives (the shortest rank of each: the pure transfer) tell the
+links, as step logs do.
+
+**Congested links** (:mod:`.congestion`, step logs ``job, servers, time, duration, compute``
+through :func:`read_step_log`, or an op trace's transfers): a job's look in a time bin is its
+communication over its own median, read as 1 within :data:`NOISE_SIGMAS` noise deviations
+(scaled MAD); a domain's look is the least among the jobs crossing it, explained away (read as
+1) when every job crossing it also crosses a narrower domain looking as much (within
+:data:`EXPLAIN_TOLERANCE`); each domain's looks go through the same estimator with a half-life
+of :data:`HALF_LIFE_TICKS` bins, and the law is written on the domain's first switch
+(:func:`with_congestion`).  The simulator's ``estimated`` knowledge learns links by the same
+rule.
 """
 
 from __future__ import annotations
 
 from placement.estimate.apply import apply_estimates
 from placement.estimate.backtest import BacktestResult, backtest_pai, pai_instance, split_log
+from placement.estimate.congestion import (
+    EXPLAIN_TOLERANCE,
+    HALF_LIFE_TICKS,
+    MIN_COMM_SHARE,
+    NOISE_SIGMAS,
+    CongestionEstimate,
+    DomainEstimate,
+    JobSeries,
+    StepLog,
+    StepLogError,
+    congestion_from_steps,
+    domain_laws,
+    domain_looks,
+    job_look,
+    learn_congestion,
+    read_step_log,
+    with_congestion,
+)
 from placement.estimate.logs import (
     BIN_EDGES,
     HALF_LIFE,
@@ -50,7 +79,15 @@ from placement.estimate.logs import (
     read_iteration_log,
     read_pai,
 )
-from placement.estimate.optrace import OpTrace, OpTraceError, estimate_from_op_trace, read_op_trace, read_rank_map
+from placement.estimate.optrace import (
+    OpTrace,
+    OpTraceError,
+    Transfers,
+    congestion_from_op_trace,
+    estimate_from_op_trace,
+    read_op_trace,
+    read_rank_map,
+)
 from placement.estimate.telemetry import (
     RESOURCES,
     Forecast,
@@ -66,6 +103,24 @@ from placement.estimate.workflow import Estimated, estimate_instance, read_serve
 
 __all__ = [
     "BIN_EDGES",
+    "EXPLAIN_TOLERANCE",
+    "HALF_LIFE_TICKS",
+    "MIN_COMM_SHARE",
+    "NOISE_SIGMAS",
+    "CongestionEstimate",
+    "DomainEstimate",
+    "JobSeries",
+    "StepLog",
+    "StepLogError",
+    "Transfers",
+    "congestion_from_op_trace",
+    "congestion_from_steps",
+    "domain_laws",
+    "domain_looks",
+    "job_look",
+    "learn_congestion",
+    "read_step_log",
+    "with_congestion",
     "HALF_LIFE",
     "PRIOR_STRENGTH",
     "RESOURCES",

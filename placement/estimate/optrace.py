@@ -13,8 +13,19 @@ over steps, Beta/Dirichlet priors towards the fleet), one estimate per rank; a s
 is that of its slowest rank (by mean), since a job on that server waits for its slowest GPU.
 
 Columns (Parquet through ``pyarrow``, an optional extra, or the same columns as CSV):
-``dp_rank, stage, rank, step, optype, duration`` and optionally ``mc`` (model chunk) and
-``mb_id`` (microbatch); only the compute operations (:data:`COMPUTE_OPS`) count.
+``dp_rank, stage, rank, step, optype, duration`` and optionally ``mc`` (model chunk),
+``mb_id`` (microbatch) and ``start_ts``; only the compute operations (:data:`COMPUTE_OPS`) count
+for the servers, and only they are checked (every bad one named at once).
+
+**Transfers** (:func:`congestion_from_op_trace`): the data-parallel collectives
+(:data:`DP_COLLECTIVES`) show the links.  A collective's transfer time at a step is the
+*shortest* among its data-parallel group's ranks (the ranks of one stage and model chunk): the
+others also wait for the slowest to arrive, the shortest is the pure transfer.  The job's
+communication at a step is the sum of its collectives' (a step missing one of them is left
+out), its step the step's wall time (from ``start_ts``, else its busiest rank's summed
+operations); these go through the congestion rule of :mod:`placement.estimate.congestion`, one
+bin a step, the job crossing the domains of its ranks' servers.  A collective row with a bad
+value (a duration that is not a finite number >= 0) is dropped, not refused.
 """
 
 from __future__ import annotations
@@ -29,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from placement.errors import InvalidInputError
+from placement.estimate.congestion import CongestionEstimate, JobSeries, learn_congestion
 from placement.estimate.csvrows import csv_text, raise_problems
 from placement.estimate.logs import HALF_LIFE, PRIOR_STRENGTH, ServerEstimate, estimate_from_ratios
 from placement.formats.cells import CellError, cell_number
@@ -37,18 +49,23 @@ from placement.model.records import Instance, Slowdown
 __all__ = [
     "OP_COLUMNS",
     "COMPUTE_OPS",
+    "DP_COLLECTIVES",
     "OpTrace",
+    "Transfers",
     "OpTraceError",
     "read_op_trace",
     "read_rank_map",
     "rank_looks",
     "estimate_from_op_trace",
+    "congestion_from_op_trace",
 ]
 
 OP_COLUMNS = ("dp_rank", "stage", "rank", "step", "optype", "duration")
 """The columns every per-operation trace has (``mc`` and ``mb_id`` are optional: 0)."""
 COMPUTE_OPS = ("forward-compute", "backward-compute")
 """The operations that show a GPU's speed (sends, receives and collectives wait on others)."""
+DP_COLLECTIVES = ("grads-reduce-scatter", "params-all-gather")
+"""The data-parallel collectives, whose shortest rank shows the transfer over the links."""
 _INTS = ("dp_rank", "stage", "rank", "step", "mc", "mb_id")
 
 
@@ -57,8 +74,26 @@ class OpTraceError(InvalidInputError):
 
 
 @dataclass(frozen=True)
+class Transfers:
+    """A trace's data-parallel collectives (rows with a bad value dropped), one entry per row,
+    and every step's wall time."""
+
+    stage: np.ndarray
+    mc: np.ndarray
+    step: np.ndarray
+    op: np.ndarray
+    """Index in :data:`DP_COLLECTIVES`."""
+    duration: np.ndarray
+    steps: np.ndarray
+    """The trace's steps, sorted."""
+    step_time: np.ndarray
+    """Each step's wall time."""
+
+
+@dataclass(frozen=True)
 class OpTrace:
-    """The compute operations of a trace, one entry per row."""
+    """The compute operations of a trace, one entry per row (and its transfers, when read
+    from a file)."""
 
     dp_rank: np.ndarray
     stage: np.ndarray
@@ -67,6 +102,48 @@ class OpTrace:
     mc: np.ndarray
     mb_id: np.ndarray
     duration: np.ndarray
+    transfers: Transfers | None = None
+
+
+def _whole(cols: Mapping[str, Any], c: str, n: int) -> np.ndarray:
+    """Column ``c`` as floats (zeros when absent), NaN where it is not a whole number >= 0
+    (``mc``: any whole number)."""
+    if c not in cols:
+        return np.zeros(n)
+    x = np.asarray(cols[c], dtype=float)
+    bad = ~np.isfinite(x) | (x != np.trunc(x)) | ((x < 0) if c != "mc" else False)
+    return np.where(bad, np.nan, x)
+
+
+def _transfers(cols: Mapping[str, Any], op: np.ndarray) -> Transfers:
+    """The collectives of :data:`DP_COLLECTIVES` with good values, and each step's wall time:
+    the span of its operations from ``start_ts`` when the trace has it, else its busiest rank's
+    summed operations (an upper bound when a rank's operations overlap)."""
+    n = len(op)
+    d = np.asarray(cols["duration"], dtype=float)
+    step, stage, mc, rank = (_whole(cols, c, n) for c in ("step", "stage", "mc", "rank"))
+    good = np.isfinite(d) & (d >= 0) & np.isfinite(step)
+    start = np.asarray(cols["start_ts"], dtype=float) if "start_ts" in cols else None
+    timed = good & np.isfinite(start) if start is not None else good & np.isfinite(rank)
+    steps, inv = np.unique(step[timed], return_inverse=True)
+    inv = inv.reshape(-1)
+    if start is not None:
+        first = np.full(len(steps), np.inf)
+        last = np.full(len(steps), -np.inf)
+        np.minimum.at(first, inv, start[timed])
+        np.maximum.at(last, inv, start[timed] + d[timed])
+        wall = last - first
+    else:
+        busy, b_inv = np.unique(np.stack([inv, rank[timed]], axis=1), axis=0, return_inverse=True)
+        per_rank = np.bincount(b_inv.reshape(-1), weights=d[timed], minlength=len(busy))
+        wall = np.zeros(len(steps))
+        np.maximum.at(wall, busy[:, 0].astype(np.int64), per_rank)
+    which = np.full(n, -1)
+    for k, name in enumerate(DP_COLLECTIVES):
+        which[op == name] = k
+    keep = (which >= 0) & good & np.isfinite(stage) & np.isfinite(mc) & np.isin(step, steps)
+    stage_k, mc_k, step_k = (x[keep].astype(np.int64) for x in (stage, mc, step))
+    return Transfers(stage_k, mc_k, step_k, which[keep], d[keep], steps.astype(np.int64), wall)
 
 
 def _from_columns(cols: Mapping[str, Any], name: str, source: str, row_of: np.ndarray | None = None) -> OpTrace:
@@ -104,7 +181,7 @@ def _from_columns(cols: Mapping[str, Any], name: str, source: str, row_of: np.nd
     raise_problems(problems, source, OpTraceError)
     if not keep.any():
         raise OpTraceError([f"{name}: no compute operations ({', '.join(COMPUTE_OPS)})"], source=source)
-    return OpTrace(**out)
+    return OpTrace(**out, transfers=_transfers(cols, op))
 
 
 def read_op_trace(path: str | os.PathLike[str]) -> OpTrace:
@@ -135,11 +212,12 @@ def read_op_trace(path: str | os.PathLike[str]) -> OpTrace:
             raise OpTraceError(
                 [f"{p.name}: missing column(s) {', '.join(missing)}; the header has {header}"], source=str(p)
             )
-        data: dict[str, list[Any]] = {c: [] for c in header if c in (*_INTS, "duration", "optype")}
+        data: dict[str, list[Any]] = {c: [] for c in header if c in (*_INTS, "duration", "optype", "start_ts")}
         lines: list[int] = []
         problems: list[str] = []
         for line, row in enumerate(reader, start=2):
             lines.append(line)
+            compute = (row.get("optype") or "").strip() in COMPUTE_OPS
             for c in data:
                 v = (row.get(c) or "").strip()
                 if c == "optype":
@@ -148,6 +226,9 @@ def read_op_trace(path: str | os.PathLike[str]) -> OpTrace:
                 try:
                     data[c].append(cell_number(v))
                 except CellError as e:
+                    if c == "start_ts" or (c == "duration" and not compute):  # not checked: NaN
+                        data[c].append(float("nan"))
+                        continue
                     problems.append(f"{p.name} line {line}: {c} {e}")
                     data[c].append(float("nan"))
     raise_problems(problems, str(p), OpTraceError)
@@ -226,6 +307,14 @@ def rank_looks(trace: OpTrace) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return rank[first], step[first], _median_by(ratio, look, n_looks)
 
 
+def _check_ranks(trace: OpTrace, rank_map: Mapping[int, str], source: str) -> None:
+    """Refuse the ranks of ``trace`` that ``rank_map`` does not place, all named at once."""
+    missing = sorted(set(np.unique(trace.rank).tolist()) - set(rank_map))
+    if missing:
+        shown = ", ".join(map(str, missing[:20])) + (f" ... ({len(missing)} in all)" if len(missing) > 20 else "")
+        raise OpTraceError([f"ranks of the trace with no server in the rank map: {shown}"], source=source)
+
+
 def estimate_from_op_trace(
     trace: OpTrace,
     rank_map: Mapping[int, str],
@@ -237,10 +326,7 @@ def estimate_from_op_trace(
     """Per-server estimates (each its slowest rank's) and the fleet prior, from ``trace`` with
     each rank on the server ``rank_map`` names; ranks of the trace missing from the map are
     refused, all named at once."""
-    missing = sorted(set(np.unique(trace.rank).tolist()) - set(rank_map))
-    if missing:
-        shown = ", ".join(map(str, missing[:20])) + (f" ... ({len(missing)} in all)" if len(missing) > 20 else "")
-        raise OpTraceError([f"ranks of the trace with no server in the rank map: {shown}"], source=source)
+    _check_ranks(trace, rank_map, source)
     rank, step, ratio = rank_looks(trace)
     if not len(rank):
         raise OpTraceError(
@@ -255,3 +341,32 @@ def estimate_from_op_trace(
         if sid not in out or e.mean > out[sid].mean:
             out[sid] = ServerEstimate(sid, e.samples, e.effective, e.straggle_probability, e.slowdown)
     return out, fleet
+
+
+def congestion_from_op_trace(
+    trace: OpTrace, rank_map: Mapping[int, str], instance: Instance, *, job: str = "op-trace"
+) -> CongestionEstimate:
+    """The laws of the domains the trace's job crosses (its ranks on the servers ``rank_map``
+    names: ranks missing from it are refused), from its data-parallel collectives (the module's
+    docstring), the job named ``job``."""
+    _check_ranks(trace, rank_map, job)
+    t = trace.transfers
+    if t is None or not len(t.duration):
+        why = f"no data-parallel collectives ({', '.join(DP_COLLECTIVES)}) to tell transfers by"
+        return learn_congestion(instance, (), {job: why})
+    group, n_groups = _groups(t.step, t.stage, t.mc, t.op)
+    shortest = np.full(n_groups, np.inf)
+    np.minimum.at(shortest, group, t.duration)
+    first = np.full(n_groups, len(group))
+    np.minimum.at(first, group, np.arange(len(group)))
+    g_step = t.step[first]
+    kinds = np.unique(np.stack([t.stage[first], t.mc[first], t.op[first]], axis=1), axis=0)
+    steps, s_inv = np.unique(g_step, return_inverse=True)
+    s_inv = s_inv.reshape(-1)
+    complete = np.bincount(s_inv, minlength=len(steps)) == len(kinds)  # every collective there
+    comm = np.bincount(s_inv, weights=shortest, minlength=len(steps))[complete]
+    steps = steps[complete]
+    wall = t.step_time[np.searchsorted(t.steps, steps)]
+    servers = tuple(dict.fromkeys(rank_map[int(r)] for r in np.unique(trace.rank)))
+    series = JobSeries(job, servers, np.searchsorted(t.steps, steps).astype(np.int64), comm, wall)
+    return learn_congestion(instance, [series])

@@ -1,6 +1,6 @@
 """The whole estimation of ``placement estimate``, as one library call: read the logs (renaming
-their servers through a map), learn per-server slowdowns, forecast contention from telemetry,
-and write it all into the instance."""
+their servers through a map), learn per-server slowdowns, congested links from step logs and op
+traces, forecast contention from telemetry, and write it all into the instance."""
 
 from __future__ import annotations
 
@@ -14,6 +14,13 @@ import numpy as np
 
 from placement.errors import InvalidInputError
 from placement.estimate.apply import apply_estimates
+from placement.estimate.congestion import (
+    BIN_S,
+    CongestionEstimate,
+    congestion_from_steps,
+    read_step_log,
+    with_congestion,
+)
 from placement.estimate.gpu_profiles import GpuProfile, apply_gpu_profiles, read_gpu_profiles
 from placement.estimate.logs import (
     LogData,
@@ -46,6 +53,9 @@ class Estimated:
     """The per-GPU profiles read (``gpu_profiles``), one per class."""
     laid_out: tuple[str, ...] = ()
     """How each class's factors were laid onto the servers."""
+    links: CongestionEstimate | None = None
+    """Per domain, the congestion law learnt from step logs or an op trace's transfers (``None``
+    without either)."""
 
 
 def read_server_map(
@@ -129,6 +139,8 @@ def estimate_instance(
     gpu_profiles: Sequence[str | os.PathLike[str]] = (),
     perf_is: str | None = None,
     seed: int = 0,
+    steps: Sequence[str | os.PathLike[str]] = (),
+    bin_s: float = BIN_S,
 ) -> Estimated:
     """``instance`` with slowdowns learned from iteration ``logs`` and ``pai`` files (their
     servers renamed through ``server_map``) and contention overrides forecast ``horizon``
@@ -136,18 +148,23 @@ def estimate_instance(
     (:mod:`placement.estimate.gpu_profiles`: ``perf_is`` their direction, ``seed`` the layout).  Bad input raises
     :class:`~placement.errors.InvalidInputError` naming the file and row.  ``op_trace``: a
     hybrid job's per-operation trace (:mod:`placement.estimate.optrace`), its ranks on the
-    servers ``rank_map`` names; each rank compared with the ranks of its own stage."""
-    if not (logs or pai or telemetry or op_trace or gpu_profiles):
+    servers ``rank_map`` names; each rank compared with the ranks of its own stage, and its
+    data-parallel collectives telling the links.  ``steps``: step logs
+    (:mod:`placement.estimate.congestion`), binned by ``bin_s`` seconds, for the congestion laws
+    of the domains their jobs cross."""
+    if not (logs or pai or telemetry or op_trace or gpu_profiles or steps):
         raise InvalidInputError(
-            ["give --logs, --pai, --op-trace, --telemetry and/or --gpu-profiles: nothing to estimate from"]
+            ["give --logs, --pai, --op-trace, --steps, --telemetry and/or --gpu-profiles: nothing to estimate from"]
         )
+    if steps and op_trace:
+        raise InvalidInputError(["--steps bins by time and --op-trace by step: give one of them"])
     if bool(op_trace) != bool(rank_map):
         raise InvalidInputError(["--op-trace and --rank-map go together"])
     if op_trace and (logs or pai):
         raise InvalidInputError(["--op-trace estimates from one hybrid job's trace: give it without --logs and --pai"])
     if bool(telemetry) != bool(demands):
         raise InvalidInputError(["--telemetry and --demands go together"])
-    servers = fleet = overrides = None
+    servers = fleet = overrides = links = None
     inst = instance
     if logs or pai:
         parts = [read_iteration_log(p) for p in logs] + ([read_pai(list(pai))] if pai else [])
@@ -159,12 +176,24 @@ def estimate_instance(
         servers = {k: v for k, v in learned.items() if k in inst.server_by_id or k in seen}
         inst = _with_gpu_factors(apply_estimates(inst, servers, fleet), gpus)
     if op_trace and rank_map:
-        from placement.estimate.optrace import estimate_from_op_trace, read_op_trace, read_rank_map
+        from pathlib import Path
+
+        from placement.estimate.optrace import (
+            congestion_from_op_trace,
+            estimate_from_op_trace,
+            read_op_trace,
+            read_rank_map,
+        )
 
         kw = {k: v for k, v in (("half_life", half_life), ("prior_strength", prior_strength)) if v is not None}
         ranks = read_rank_map(rank_map, inst)
-        servers, fleet = estimate_from_op_trace(read_op_trace(op_trace), ranks, source=str(op_trace), **kw)
-        inst = apply_estimates(inst, servers, fleet)
+        trace = read_op_trace(op_trace)
+        servers, fleet = estimate_from_op_trace(trace, ranks, source=str(op_trace), **kw)
+        links = congestion_from_op_trace(trace, ranks, inst, job=Path(op_trace).stem)
+        inst = with_congestion(apply_estimates(inst, servers, fleet), links.laws)
+    if steps:
+        links = congestion_from_steps(read_step_log(steps, inst), inst, bin_s=bin_s)
+        inst = with_congestion(inst, links.laws)
     if telemetry and demands:
         overrides = contention_overrides(inst, read_telemetry(telemetry), read_demands(demands), horizon=horizon)
         inst = apply_estimates(inst, overrides=overrides)
@@ -174,4 +203,4 @@ def estimate_instance(
         for path in gpu_profiles:
             profiles += read_gpu_profiles(path, perf_is=perf_is)
         inst, said = apply_gpu_profiles(inst, profiles, seed=seed)
-    return Estimated(inst, servers, fleet, overrides, tuple(profiles), tuple(said))
+    return Estimated(inst, servers, fleet, overrides, tuple(profiles), tuple(said), links)

@@ -21,7 +21,7 @@ import numpy as np
 from placement.model.records import NO_SLOWDOWN, Instance, Switch
 from placement.problem.topology import Cluster, cluster_of
 
-__all__ = ["Congestion", "calm", "congestion_of", "crossed_domains", "max_law"]
+__all__ = ["Congestion", "calm", "congestion_of", "crossed_domains", "first_switches", "max_law"]
 
 Law = tuple[np.ndarray, np.ndarray]
 """Support points (sorted, >= 1) and their probabilities."""
@@ -107,6 +107,18 @@ def crossed_domains(cluster: Cluster, servers: Sequence[str]) -> frozenset[int]:
                 break
             out.add(d)
     return frozenset(out)
+
+
+def first_switches(instance: Instance, cluster: Cluster | None = None) -> dict[int, str]:
+    """Each domain that holds a switch: its first switch (in the instance's order), which carries
+    a law made for the whole domain (learnt, or drawn for it)."""
+    cl = cluster if cluster is not None else cluster_of(instance)
+    first: dict[int, str] = {}
+    for w in instance.switches:
+        d = cl.switch_domain.get(w.id)
+        if d is not None and d not in first:
+            first[d] = w.id
+    return first
 
 
 def calm(switches: Sequence[Switch]) -> tuple[Switch, ...]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from placement.model.records import Instance, Slowdown
+from placement.problem.congestion import first_switches
 from placement.problem.topology import cluster_of
 from placement.simulation.dynamics.base import (
     EPISODE_MAX_S,
@@ -150,11 +151,7 @@ def measured_cluster(cluster: Instance, law: MeasuredLaw | None = None) -> Insta
     law = law if law is not None else MEASURED
     servers = tuple(dataclasses.replace(s, slowdown=law.server_law()) for s in cluster.servers)
     cl = cluster_of(cluster)
-    first: dict[int, str] = {}
-    for w in cluster.switches:
-        d = cl.switch_domain.get(w.id)
-        if d is not None and d not in first:
-            first[d] = w.id
+    first = first_switches(cluster, cl)
     laws = {w: law.domain_law(len(cl.domains[d].servers)) for d, w in first.items()}
     switches = tuple(dataclasses.replace(w, congestion=laws.get(w.id, Slowdown())) for w in cluster.switches)
     return cluster.replace(servers=servers, switches=switches, scenarios=None)
