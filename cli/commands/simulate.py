@@ -137,7 +137,8 @@ class CommMode(click.ParamType):
     show_default=True,
     help="Comma-separated: forecast (each server over the job's horizon: the state last seen for short jobs, the "
     "law for long ones), expected (E[T]; estimated: recency-weighted), rate (steady rate 1/E[1/S]), duration "
-    "(rate for jobs that outlive several slow-state cycles).",
+    "(rate for jobs that outlive several slow-state cycles), aged (forecast, with episode lengths by age and states "
+    "weighed by iterations).",
 )
 @click.option(
     "--decision-time-limit",

@@ -26,6 +26,7 @@ __all__ = [
     "QUEUED_MOVE_MARGIN",
     "PATIENCE",
     "PLAN_BY",
+    "FORECASTING",
     "RATE_CYCLES",
     "QUEUES",
     "REPLAN_EVENTS",
@@ -45,7 +46,9 @@ it evolves by (``clairvoyant``: each server's forecast over the job's horizon), 
 future itself (``hindsight``: each server's realised path over the job's horizon,
 :mod:`placement.simulation.hindsight`).  The last two are references for what prediction could
 reach, not something a scheduler can have."""
-PLAN_BY = ("forecast", "expected", "rate", "duration")
+PLAN_BY = ("forecast", "expected", "rate", "duration", "aged")
+FORECASTING = ("forecast", "aged")
+"""The ``plan_by`` values that plan by each server's forecast over a job's horizon."""
 DECISION_WEIGHTS = ("trace", "srpt")
 """How a placement decision weighs its jobs (:attr:`SimConfig.decision_weight`)."""
 RATE_CYCLES = 3.0
@@ -265,7 +268,10 @@ class SimConfig:
     estimates); each server's steady-rate point ``1 / E[1/S]`` (``rate``: what a job that lives
     through many short episodes runs at); or per job, the steady-rate points for jobs whose
     ideal duration spans at least ``RATE_CYCLES`` slow-state cycles (``duration``, dynamics
-    with episodes: markov, mixed)."""
+    with episodes: markov, mixed); or ``aged``: forecasts as ``forecast``'s, but a server slow at
+    its last look is forecast with the episode length of its age class (an onset, or slow at the
+    look before too) and states weigh by the iterations a job does in them, not by time
+    (:mod:`placement.simulation.forecast`; a candidate, not the default)."""
     estimate_every_s: float = 600.0
     estimate_window_s: float = 86_400.0
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""

@@ -23,6 +23,7 @@ from placement.model.tolerances import TIE_RTOL
 from placement.problem.congestion import calm
 from placement.problem.reuse import share_derived
 from placement.simulation.belief import Belief
+from placement.simulation.config import FORECASTING
 from placement.simulation.forecast import LOOK_WEIGHT_FIRST, Forecaster, fit_forecaster
 from placement.simulation.running import problem_job
 from placement.simulation.workload import TraceJob
@@ -140,7 +141,7 @@ def refit_belief(
     once, and looks as the independent observations they are (``previous``'s look weight at
     ticks ``estimate_every_s`` apart); otherwise rows weigh by recency.  ``kept`` (one weight
     per row) forgets what a server showed before its law changed."""
-    forecasting = plan_by == "forecast"
+    forecasting = plan_by in FORECASTING
     half_life, weights, strength = HALF_LIFE, None, PRIOR_STRENGTH
     if forecasting:
         half_life, strength = math.inf, EMPIRICAL
@@ -164,7 +165,9 @@ def refit_belief(
     laws = {server_ids[sp]: est[sp].slowdown for sp in range(len(server_ids)) if sp in est}
     forecaster = None
     if forecasting:
-        forecaster = fit_forecaster([(t, c["server"], c["ratio"]) for t, c in looks], now, laws, server_ids)
+        forecaster = fit_forecaster(
+            [(t, c["server"], c["ratio"]) for t, c in looks], now, laws, server_ids, aged=plan_by == "aged"
+        )
     return laws, forecaster, est
 
 
@@ -172,14 +175,34 @@ def forecaster_to_dict(f: Forecaster | None) -> dict[str, Any] | None:
     """A forecaster's state less its laws (the estimates, stored apart), as JSON."""
     if f is None:
         return None
-    return {"mean_episode_s": f.mean_episode_s, "seen": {s: list(v) for s, v in f.seen.items()}}
+    return {
+        "mean_episode_s": f.mean_episode_s,
+        "seen": {s: list(v) for s, v in f.seen.items()},
+        "episode_age": dict(f.episode_age),
+        "onset_s": f.onset_s,
+        "lasting_s": f.lasting_s,
+        "aged": f.aged,
+    }
 
 
 def forecaster_from_dict(d: Mapping[str, Any] | None, laws: Mapping[str, Slowdown]) -> Forecaster | None:
     if d is None:
         return None
     seen = {s: (float(v[0]), float(v[1])) for s, v in d["seen"].items()}
-    return Forecaster(dict(laws), seen, float(d["mean_episode_s"]))
+    ages = {s: float(a) for s, a in d.get("episode_age", {}).items()}  # stored before 2026-12-07: none
+
+    def length(key: str) -> float | None:
+        return None if d.get(key) is None else float(d[key])
+
+    return Forecaster(
+        dict(laws),
+        seen,
+        float(d["mean_episode_s"]),
+        ages,
+        length("onset_s"),
+        length("lasting_s"),
+        bool(d.get("aged", False)),
+    )
 
 
 def _held_ids(server: Server, used: int, held: Mapping[int, tuple[int, ...]] | None, sp: int) -> tuple[int, ...] | None:

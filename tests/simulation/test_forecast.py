@@ -79,3 +79,70 @@ def test_the_fitted_forecast_follows_the_markov_law(median):
     # a server never looked at keeps its law
     g = fit_forecaster(looks[:1], now, {**laws, "unseen": d}, [s.id for s in c.servers] + ["unseen"])
     assert g.forecast(600.0)["unseen"] == d
+
+
+def test_states_weigh_by_iterations_from_the_state_held_to_the_steady_rate():
+    from placement.simulation.forecast import by_iterations
+
+    v, p = (1.0, 12.0), (0.99, 0.01)
+    assert by_iterations(v, p, 1.0) == Slowdown(v, p)  # a state held: every iteration sees it
+    steady = by_iterations(v, p, 0.0)  # a state that changes through the horizon: the steady rate
+    assert steady.mean() == pytest.approx(1.0 / (0.99 + 0.01 / 12.0))
+    # a minutes-long 12x episode costs a long job about its length, not eleven times it
+    assert steady.mean() - 1.0 < (0.01 * 11.0) / 10.0
+    assert by_iterations(v, p, 0.5).mean() == pytest.approx(0.5 * (1.0 + 0.11) + 0.5 * steady.mean())
+
+
+def _aged_looks(rng: np.random.Generator, n: int, ticks: int) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Looks every 600 s at ``n`` servers: short episodes (one look, gone by the next) on every
+    server now and then, and a few servers slow for hours at a stretch."""
+    state = np.ones(n)
+    left = np.zeros(n)
+    out = []
+    for k in range(ticks):
+        left -= 1
+        state[left <= 0] = 1.0
+        start = (left <= 0) & (rng.random(n) < 0.03)
+        long = start & (rng.random(n) < 0.15)
+        state[start] = 3.0
+        left[start] = np.where(long[start], 24, 1)
+        out.append((600.0 * k, np.arange(n), state.copy()))
+    return out
+
+
+def test_aged_forecasts_tell_onsets_from_lasting_episodes():
+    from placement.simulation.decisions import forecaster_from_dict, forecaster_to_dict
+
+    rng = np.random.default_rng(0)
+    n = 80
+    looks = _aged_looks(rng, n, 600)
+    ids = [f"s{i}" for i in range(n)]
+    law = Slowdown((1.0, 3.0), (0.93, 0.07))
+    laws = {s: law for s in ids}
+    now = looks[-1][0]
+    f = fit_forecaster(looks, now, laws, ids, aged=True)
+    assert f.onset_s is not None and f.lasting_s is not None
+    # an onset is mostly a short episode; one slow at two looks running mostly a long one
+    assert f.onset_s < 1200.0 < 5 * 600.0 < f.lasting_s
+    slow = looks[-1][2] > 1.0
+    before = looks[-2][2] > 1.0
+    onset = next(ids[i] for i in range(n) if slow[i] and not before[i])
+    lasting = next(ids[i] for i in range(n) if slow[i] and before[i])
+    assert f.episode_age[onset] == 0.0 and f.episode_age[lasting] >= 600.0
+    day = f.forecast(86_400.0)
+    assert day[lasting].mean() > day[onset].mean()
+    # the fleet's forecaster (the default) has no classes and weighs states by time, as before
+    g = fit_forecaster(looks, now, laws, ids)
+    assert (g.onset_s, g.lasting_s, g.aged) == (None, None, False)
+    assert g.forecast(3600.0)[onset] == Slowdown(
+        *mix(law.values, law.probs, 3.0, memory(rate(g.mean_episode_s, 0.93), 3600.0, 0.0))
+    )
+    # stored and read back (a record stored before the classes reads as the fleet's)
+    h = forecaster_from_dict(forecaster_to_dict(f), laws)
+    assert h is not None and h.forecast(86_400.0) == day
+    old = forecaster_to_dict(g)
+    assert old is not None
+    for key in ("episode_age", "onset_s", "lasting_s", "aged"):
+        old.pop(key)
+    r = forecaster_from_dict(old, laws)
+    assert r is not None and r.forecast(3600.0) == g.forecast(3600.0)
