@@ -118,7 +118,7 @@ def test_aged_forecasts_tell_onsets_from_lasting_episodes():
     looks = _aged_looks(rng, n, 600)
     ids = [f"s{i}" for i in range(n)]
     law = Slowdown((1.0, 3.0), (0.93, 0.07))
-    laws = {s: law for s in ids}
+    laws = dict.fromkeys(ids, law)
     now = looks[-1][0]
     f = fit_forecaster(looks, now, laws, ids, aged=True)
     assert f.onset_s is not None and f.lasting_s is not None
