@@ -279,6 +279,8 @@ EFFECTS: tuple[tuple[str, str, str], ...] = (
     ("change-point detection (bocpd against the whole window)", "proactive-cp", "proactive"),
     ("headroom (clairvoyant, free moves, against proactive)", "clairvoyant", "proactive"),
     ("clairvoyant vs consolidation", "clairvoyant", "consolidate"),
+    ("aged forecasts vs consolidation", "proactive-aged", "consolidate"),
+    ("aged forecasts vs the default's", "proactive-aged", "proactive"),
 )
 
 
