@@ -305,8 +305,8 @@ def fit_forecaster(
     gap, sh = (t[1:] - t[:-1])[pair], share[s[1:][pair]]
     mean_episode = fit_episode_mean(gap, sh, (slow[1:] != slow[:-1])[pair], *EPISODE_RANGE_S)
     by_age: list[float | None] = [None, None]
-    for i, onset in enumerate((True, False) if aged else ()):
+    for cls, onset in enumerate((True, False) if aged else ()):
         of = slow[:-1][pair] & ((age[:-1][pair] <= 0.0) == onset)
         if of.sum() >= AGE_PAIRS_MIN:
-            by_age[i] = fit_persistence(gap[of], sh[of], slow[1:][pair][of], *EPISODE_RANGE_S)
+            by_age[cls] = fit_persistence(gap[of], sh[of], slow[1:][pair][of], *EPISODE_RANGE_S)
     return Forecaster(dict(laws), seen_at, mean_episode, episode_age, by_age[0], by_age[1], aged)
