@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from placement.bench.online import CELLS, GRID, GRID_CONFIGS, GRID_MEASURED, GRID_MEASURED_CONFIGS, LADDER, bench_online
-from placement.bench.online import CONFIGS as ONLINE_CONFIGS
+from placement.bench.online import CELLS
+from placement.bench.online_cli import add_online, run_online
 from placement.evaluation.bounds import lower_bound
 from placement.evaluation.evaluate import evaluate
 from placement.evaluation.validate import validate
@@ -37,7 +37,6 @@ from placement.methods.exact import run_exact
 from placement.methods.greedy import greedy
 from placement.model.records import Instance, Slowdown, Solution
 from placement.problem.shards import complete_shards
-from placement.simulation.config import DECISION_TIME_LIMIT_S
 from placement.solving.driver import moved_workers, solve
 from placement.solving.options import Options
 from placement.solving.registry import REGISTRY
@@ -366,39 +365,7 @@ def main(argv: list[str] | None = None) -> None:
     sm = sub.add_parser("simulate")
     sm.add_argument("--no-full", action="store_true", help="skip the whole-trace run")
     sm.add_argument("--auto-jobs", type=int, default=1000)
-    on = sub.add_parser("online", help="the proactive loop's JCT, effects separated, intervals over seeds")
-    on.add_argument(
-        "--cells", default=None, help="comma-separated [default: cluster04-pod256-markov,cluster04-hetero256-mixed]"
-    )
-    on.add_argument(
-        "--configs", default=None, help=f"comma-separated, of {', '.join(ONLINE_CONFIGS)} [default: the ladder]"
-    )
-    on.add_argument("--seeds", default=None, help="comma-separated [default: 0,1,2,3,4; 0,1,2 with --grid]")
-    on.add_argument("--replan-price", default="amortized")
-    on.add_argument("--decision-time-limit", type=float, default=DECISION_TIME_LIMIT_S)
-    on.add_argument("--parallel", type=int, default=1)
-    on.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=JSON", help="a SimConfig field for every run (repeatable)"
-    )
-    on.add_argument(
-        "--grid",
-        action="store_true",
-        help="the grid defaults are chosen on (its cells, configurations consolidate, consolidate-none, proactive, "
-        "clairvoyant and seeds 0,1,2 unless given); writes grid.md too",
-    )
-    on.add_argument(
-        "--grid-measured",
-        action="store_true",
-        help="the grid's windows, loads and shapes under the measured law (configurations consolidate, proactive "
-        "and their straggler-free twins, seeds 0,1,2 unless given); writes grid.md too",
-    )
-    on.add_argument(
-        "-o",
-        "--out",
-        default=None,
-        help="default benchmarks/online (benchmarks/online-grid with --grid, benchmarks/online-grid-measured with "
-        "--grid-measured)",
-    )
+    add_online(sub)
     pe = sub.add_parser(
         "peers", help="the peers' schedulers (Tiresias, Gavel, SRTF, FIFO) with their placement and ours"
     )
@@ -508,52 +475,7 @@ def main(argv: list[str] | None = None) -> None:
         print((Path(a.out) / "peers.md").read_text())
         return
     if a.what == "online":
-        if a.grid and a.grid_measured:
-            ap.error("--grid and --grid-measured: one at a time")
-        grid = a.grid or a.grid_measured
-        default_cells = ("cluster04-pod256-markov", "cluster04-hetero256-mixed")
-        a.cells = a.cells or ",".join(GRID_MEASURED if a.grid_measured else GRID if a.grid else default_cells)
-        a.configs = a.configs or ",".join(
-            GRID_MEASURED_CONFIGS if a.grid_measured else GRID_CONFIGS if a.grid else LADDER
-        )
-        a.seeds = a.seeds or ("0,1,2" if grid else "0,1,2,3,4")
-        a.out = a.out or (
-            "benchmarks/online-grid-measured"
-            if a.grid_measured
-            else "benchmarks/online-grid"
-            if a.grid
-            else "benchmarks/online"
-        )
-        unknown = [c for c in a.cells.split(",") if c not in CELLS] + [
-            c for c in a.configs.split(",") if c not in ONLINE_CONFIGS
-        ]
-        if unknown:
-            ap.error(f"unknown cell or configuration {', '.join(unknown)} (cells: {', '.join(CELLS)})")
-        import json
-
-        extra = {}
-        for item in a.set:
-            key, _, value = item.partition("=")
-            try:
-                extra[key] = json.loads(value)
-            except json.JSONDecodeError:
-                extra[key] = value
-        from placement.simulation.config import SimConfig
-
-        known = set(SimConfig.__dataclass_fields__)
-        if set(extra) - known:
-            ap.error(f"--set: not SimConfig fields: {', '.join(sorted(set(extra) - known))}")
-        bench_online(
-            a.cells.split(","),
-            a.configs.split(","),
-            [int(x) for x in a.seeds.split(",")],
-            Path(a.out),
-            replan_price=a.replan_price,
-            decision_time_limit_s=a.decision_time_limit,
-            extra=extra,
-            parallel=a.parallel,
-        )
-        print((Path(a.out) / ("grid.md" if grid else "online.md")).read_text())
+        run_online(a, ap)
         return
     if a.what == "gaps":
         from placement.bench.gaps import bench_gaps_family
