@@ -62,6 +62,7 @@ __all__ = [
     "StepLog",
     "JobSeries",
     "DomainEstimate",
+    "unseen_law",
     "CongestionEstimate",
     "job_look",
     "domain_looks",
@@ -125,15 +126,39 @@ def domain_looks(jobs: Iterable[tuple[float, Sequence[int]]], cluster: Cluster) 
     return out
 
 
-def domain_laws(rows: Sequence[tuple[float, int, float]]) -> dict[int, Slowdown]:
+def domain_laws(
+    rows: Sequence[tuple[float, int, float]], *, domains: Iterable[int] = (), from_now: bool = False
+) -> dict[int, Slowdown]:
     """Each domain's law from its looks ``(bin, domain, look)``: the ``--logs`` estimator with a
-    half-life of :data:`HALF_LIFE_TICKS` bins, each domain's recency counted from its last look."""
+    half-life of :data:`HALF_LIFE_TICKS` bins, each domain's recency counted from its last look.
+
+    ``from_now``: recency counted from the last bin of all (now, for a learner that looks at every
+    tick), so a domain no job has crossed for a while falls back towards the fleet's law instead
+    of keeping what it showed last.  ``domains``: the domains to give a law even when no job
+    looked at them, :func:`unseen_law` (a domain never seen is not known calm: a planner that
+    thought so would spread its jobs over every unseen rack)."""
+    domains = list(domains)
     if not rows:
         return {}
     a = np.asarray(rows, dtype=float)
     dom = a[:, 1].astype(np.int64)
-    est, _ = estimate_from_ratios(dom, dom, a[:, 0], a[:, 2], half_life=HALF_LIFE_TICKS)
-    return {int(d): e.slowdown for d, e in est.items()}
+    age_from = np.zeros_like(dom) if from_now else dom
+    est, fleet = estimate_from_ratios(age_from, dom, a[:, 0], a[:, 2], half_life=HALF_LIFE_TICKS)
+    out = {int(d): e.slowdown for d, e in est.items()}
+    unseen = unseen_law(fleet, len(out))
+    return {**out, **{int(d): unseen for d in domains if int(d) not in out}}
+
+
+def unseen_law(fleet: Slowdown, looked: int) -> Slowdown:
+    """The law of a domain no job has looked at: the fleet's, its congested share believed as far
+    as the domains it was learnt on are many, ``looked / (looked + 1)`` of it (one calm domain
+    more in the fleet: one hot domain seen does not make every unseen one hot)."""
+    v = np.asarray(fleet.values, dtype=float)
+    p = np.asarray(fleet.probs, dtype=float) * np.where(v > 1.0, looked / (looked + 1.0), 1.0)
+    v, p = np.concatenate(([1.0], v[v > 1.0])), np.concatenate(([1.0 - p[v > 1.0].sum()], p[v > 1.0]))
+    p = np.round(p, 6)
+    p[int(np.argmax(p))] += 1.0 - p.sum()
+    return Slowdown(tuple(float(x) for x in v), tuple(float(x) for x in p))
 
 
 @dataclass(frozen=True)

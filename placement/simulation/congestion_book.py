@@ -13,9 +13,13 @@ slowdown shared by the jobs crossing one domain is put on that domain, one that 
 show is not), explained away when every job crossing it also crosses a narrower domain showing as
 much (a job across racks waiting on a hot rack says nothing about the spine); each domain's looks
 go through the estimator of ``placement estimate --logs`` (bins, recency weights, a prior towards
-the fleet of domains) with a half-life of :data:`HALF_LIFE_TICKS` ticks: hot periods last hours,
-so a domain's law follows them.  Decisions see the law on the domain's first switch
-(:meth:`CongestionLearner.laws`).
+the fleet of domains) with a half-life of :data:`HALF_LIFE_TICKS` ticks counted from now: hot
+periods last hours, so a domain's law follows them, and one no job has crossed for a while falls
+back towards the fleet's.  A domain no job has crossed yet is given the fleet's law, its congested
+share times ``looked / (looked + 1)`` (:func:`~placement.estimate.congestion.unseen_law`): believed
+calm, unseen racks drew the loop's wide jobs over every rack of a pod (3.7 racks more than they
+needed on the wide-jobs cell), each rack one more link to meet congestion on.  Decisions see the
+law on the domain's first switch (:meth:`CongestionLearner.laws`).
 """
 
 from __future__ import annotations
@@ -74,7 +78,8 @@ class CongestionLearner:
 
     def laws(self) -> dict[str, Slowdown]:
         """Each looked-at domain's law, on its first switch (switch id -> law)."""
-        return {self.first[d]: law for d, law in domain_laws(self.rows).items()}
+        laws = domain_laws(self.rows, domains=self.first, from_now=True)
+        return {self.first[d]: law for d, law in laws.items()}
 
     def summary(self) -> dict[str, Any]:
         """How many domains were looked at and how many of them believed congested."""

@@ -241,6 +241,30 @@ def test_the_domain_rule_explains_away_and_is_the_simulators():
     assert domain_looks([(2.5, across)], cl) == {d["core"]: 1.0, d["r0"]: 2.5, d["r1"]: 2.5}
 
 
+def test_unseen_domains_get_the_fleets_law_shrunk_and_old_looks_fade_from_now():
+    """What the simulator's learner plans by: a domain no job crossed is given the fleet's
+    congested share times ``looked / (looked + 1)`` (not calm: else the loop spreads its jobs over
+    every unseen rack; not the fleet's whole: one hot domain seen does not make all hot), and with
+    ``from_now`` a domain's looks age from the last bin of all, so one not crossed for a while
+    falls back towards the fleet."""
+    from placement.estimate.congestion import domain_laws, unseen_law
+
+    hot = [(float(b), 0, 3.0) for b in range(10)]  # domain 0 hot in bins 0-9, then not crossed
+    calm = [(float(b), 1, 1.0) for b in range(40)]  # domain 1 calm through bin 39
+    own = domain_laws(hot + calm)
+    assert set(own) == {0, 1}  # no domain list: only the looked ones
+    now = domain_laws(hot + calm, domains=(0, 1, 2), from_now=True)
+    assert 1.0 < now[0].mean() < own[0].mean() - 0.3
+    assert now[1].mean() == pytest.approx(own[1].mean())  # looked at up to now: the same
+    # the fleet: domain 0 slow in all its looks, domain 1 in none, so a rate of 1/2; two looked
+    p_unseen = sum(p for v, p in zip(now[2].values, now[2].probs) if v > 1.0)
+    assert p_unseen == pytest.approx(0.5 * 2 / 3, abs=1e-6)
+    assert now[2].values[0] == 1.0 and max(now[2].values) == pytest.approx(3.0, rel=0.2)
+    assert unseen_law(Slowdown((3.0,), (1.0,)), 0).is_trivial  # nothing looked at: calm
+    assert unseen_law(Slowdown((3.0,), (1.0,)), 1).probs == (0.5, 0.5)
+    assert domain_laws([], domains=(0, 1)) == {}
+
+
 def test_a_law_goes_on_its_domains_first_switch_and_the_others_are_cleared():
     from placement.instances.generate import generate
 
