@@ -1,4 +1,5 @@
-"""Option sets that several verbs share (the generator's options, job options, ``--wait``)."""
+"""Option sets that several verbs share (the generator's options, job options, ``--wait``, the
+workload's options of ``placement simulate``)."""
 
 from __future__ import annotations
 
@@ -260,3 +261,100 @@ def table_or_json(help: str) -> Callable[[F], F]:
         )(fn)
 
     return deco
+
+
+WORKLOAD_OPTIONS: tuple[Callable[[F], F], ...] = (
+    click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="The first N jobs (after the window)."),
+    click.option(
+        "--window-start-s",
+        type=FiniteRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="Start of the trace window (s).",
+    ),
+    click.option(
+        "--window-hours",
+        type=FiniteRange(min=0, min_open=True),
+        default=None,
+        help="Only jobs submitted within this many hours of --window-start-s.",
+    ),
+    click.option(
+        "--load",
+        type=FiniteRange(min=0, min_open=True, max=1000),
+        default=1.0,
+        show_default=True,
+        help="Scale the arrival rate (2 = twice as many arrivals per second).",
+    ),
+    click.option(
+        "--resample-seed",
+        type=click.IntRange(min=0),
+        default=None,
+        help="Redraw inter-arrival times as Poisson arrivals of the same rate.",
+    ),
+    click.option(
+        "--drop-wider", is_flag=True, help="Drop jobs wider than the cluster (counted) instead of refusing the trace."
+    ),
+    click.option(
+        "--min-workers",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Only jobs of this many GPUs or more (before --widen).",
+    ),
+    click.option(
+        "--widen",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Multiply every job's GPUs by this (weak scaling: the same per-GPU work; a hybrid job's dp widens).",
+    ),
+    click.option(
+        "--ps-fraction",
+        type=FiniteRange(0, 1),
+        default=0.0,
+        show_default=True,
+        help="Make this share of the trace's jobs parameter-server jobs (a CSV trace may also say so per row).",
+    ),
+    click.option("--ps-shards", type=click.IntRange(min=1), default=2, show_default=True, help="Their shards."),
+    click.option("--ps-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs are picked."),
+    click.option(
+        "--hybrid-fraction",
+        type=FiniteRange(0, 1),
+        default=0.0,
+        show_default=True,
+        help="Make this share of the multi-GPU jobs hybrid-parallel, tp x pp x dp shapes drawn per job "
+        "(a CSV trace may also give tp, pp, dp, microbatches, activation_mb per row).",
+    ),
+    click.option(
+        "--hybrid-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs and shapes."
+    ),
+)
+"""What part of a trace is simulated, and how it is changed (``placement simulate``)."""
+
+
+def workload_options(fn: F) -> F:
+    for o in reversed(WORKLOAD_OPTIONS):
+        fn = o(fn)
+    return fn
+
+
+def trace_options_of(trace_format: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The trace reader's options from :data:`WORKLOAD_OPTIONS`' values (and ``--trace-format``)."""
+    v = values
+    options: dict[str, Any] = {
+        "format": "plain" if trace_format == "csv" else trace_format,
+        "window_start_s": v["window_start_s"],
+        "window_s": None if v["window_hours"] is None else 3600.0 * v["window_hours"],
+        "max_jobs": v["max_jobs"],
+        "load": v["load"],
+        "resample_seed": v["resample_seed"],
+        "drop_wider": v["drop_wider"],
+    }
+    if v["min_workers"] is not None:
+        options["min_workers"] = v["min_workers"]
+    if v["widen"] != 1:
+        options["widen"] = v["widen"]
+    if v["ps_fraction"] > 0:
+        options.update(ps_fraction=v["ps_fraction"], ps_shards=v["ps_shards"], ps_seed=v["ps_seed"])
+    if v["hybrid_fraction"] > 0:
+        options.update(hybrid_fraction=v["hybrid_fraction"], hybrid_seed=v["hybrid_seed"])
+    return options

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -14,7 +15,9 @@ from placement.cli.common import (
     sweep_end,
 )
 from placement.cli.options import (
+    trace_options_of,
     wait_option,
+    workload_options,
 )
 from placement.errors import (
     InvalidInputError,
@@ -230,54 +233,7 @@ class CommMode(click.ParamType):
     show_default=True,
     help="Refit the estimates this often (knowledge estimated).",
 )
-@click.option("--max-jobs", type=click.IntRange(min=1), default=None, help="The first N jobs (after the window).")
-@click.option(
-    "--window-start-s",
-    type=FiniteRange(min=0),
-    default=0.0,
-    show_default=True,
-    help="Start of the trace window (s).",
-)
-@click.option(
-    "--window-hours",
-    type=FiniteRange(min=0, min_open=True),
-    default=None,
-    help="Only jobs submitted within this many hours of --window-start-s.",
-)
-@click.option(
-    "--load",
-    type=FiniteRange(min=0, min_open=True, max=1000),
-    default=1.0,
-    show_default=True,
-    help="Scale the arrival rate (2 = twice as many arrivals per second).",
-)
-@click.option(
-    "--resample-seed",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Redraw inter-arrival times as Poisson arrivals of the same rate.",
-)
-@click.option(
-    "--drop-wider", is_flag=True, help="Drop jobs wider than the cluster (counted) instead of refusing the trace."
-)
-@click.option(
-    "--ps-fraction",
-    type=FiniteRange(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Make this share of the trace's jobs parameter-server jobs (a CSV trace may also say so per row).",
-)
-@click.option("--ps-shards", type=click.IntRange(min=1), default=2, show_default=True, help="Their shards.")
-@click.option("--ps-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs are picked.")
-@click.option(
-    "--hybrid-fraction",
-    type=FiniteRange(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Make this share of the multi-GPU jobs hybrid-parallel, tp x pp x dp shapes drawn per job "
-    "(a CSV trace may also give tp, pp, dp, microbatches, activation_mb per row).",
-)
-@click.option("--hybrid-seed", type=click.IntRange(min=0), default=0, show_default=True, help="Which jobs and shapes.")
+@workload_options
 @click.option(
     "--replan",
     type=click.Choice(REPLAN_MODES),
@@ -441,17 +397,6 @@ def simulate(
     decision_weight: str,
     resettle: bool,
     estimate_every_s: float,
-    max_jobs: int | None,
-    window_start_s: float,
-    window_hours: float | None,
-    load: float,
-    resample_seed: int | None,
-    drop_wider: bool,
-    ps_fraction: float,
-    ps_shards: int,
-    ps_seed: int,
-    hybrid_fraction: float,
-    hybrid_seed: int,
     replan: str,
     replan_every_s: float | None,
     max_moves: int | None,
@@ -475,6 +420,7 @@ def simulate(
     dask: str | None,
     out_dir: str,
     wait: bool,
+    **workload_values: Any,
 ) -> None:
     """Simulate a trace of arrivals on CLUSTER (an instance file or bundled name; its jobs are
     ignored): servers drift in and out of slow states, each configuration (methods x knowledge
@@ -501,19 +447,7 @@ def simulate(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise InvalidInputError([f"-o {out_dir}: exists and is not a folder"])
-    trace_options = {
-        "format": "plain" if trace_format == "csv" else trace_format,
-        "window_start_s": window_start_s,
-        "window_s": None if window_hours is None else 3600.0 * window_hours,
-        "max_jobs": max_jobs,
-        "load": load,
-        "resample_seed": resample_seed,
-        "drop_wider": drop_wider,
-    }
-    if ps_fraction > 0:
-        trace_options.update(ps_fraction=ps_fraction, ps_shards=ps_shards, ps_seed=ps_seed)
-    if hybrid_fraction > 0:
-        trace_options.update(hybrid_fraction=hybrid_fraction, hybrid_seed=hybrid_seed)
+    trace_options = trace_options_of(trace_format, workload_values)
     common = {
         "episode_median_s": episode_median_s,
         "persistent_share": persistent_share,

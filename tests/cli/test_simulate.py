@@ -120,6 +120,27 @@ def test_comm_off_and_measured_durations_from_the_cli(tmp_path):
     assert held[0] == "job,from_s,to_s,placement" and len(held) == 13
 
 
+def test_min_workers_and_widen_pick_and_widen_the_jobs(tmp_path):
+    """``--min-workers 3 --widen 2``: the jobs of 3+ GPUs, each twice as wide (weak scaling: a
+    job's run is its duration wherever it goes, with communication off); too wide for the 12 GPUs
+    of ``tiny`` after widening: dropped with ``--drop-wider``, refused (exit 2) without."""
+    p = tmp_path / "d.csv"
+    p.write_text(
+        "id,submit_s,workers,duration_s,model\n" + "".join(f"j{i},{i},{1 + i % 8},{100 + i},vgg16\n" for i in range(12))
+    )
+    base = ("simulate", "tiny", "--trace", str(p), "--dynamics", "none", "--comm", "off", "--no-reference")
+    r = run(*base, "--min-workers", "3", "--widen", "2", "--drop-wider", "-o", str(tmp_path / "o"))
+    assert r.exit_code == 0, r.output
+    (s,) = json.loads((tmp_path / "o" / "summary.json").read_text())
+    with open(tmp_path / "o" / "jobs" / f"{s['label']}.csv", newline="") as f:
+        rows = {row["job"]: row for row in csv.DictReader(f)}
+    kept = {f"j{i}": 2 * (1 + i % 8) for i in range(12) if 1 + i % 8 >= 3 and 2 * (1 + i % 8) <= 12}
+    assert {j: int(row["workers"]) for j, row in rows.items()} == kept
+    assert all(float(rows[j]["run_s"]) == pytest.approx(100.0 + int(j[1:])) for j in kept)
+    wide = run(*base, "--min-workers", "3", "--widen", "2", "-o", str(tmp_path / "o2"))
+    assert wide.exit_code == 2 and "'j6'" in wide.stderr and not (tmp_path / "o2" / "summary.json").exists()
+
+
 def test_bad_trace_rows_are_refused_with_their_row_numbers(tmp_path):
     p = tmp_path / "bad.csv"
     p.write_text("submit_s,workers,iterations\n0,2,100\nnan,1,100\n5,-3,100\n7,1,zero\n")
