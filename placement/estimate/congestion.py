@@ -135,8 +135,8 @@ def domain_laws(
     ``from_now``: recency counted from the last bin of all (now, for a learner that looks at every
     tick), so a domain no job has crossed for a while falls back towards the fleet's law instead
     of keeping what it showed last.  ``domains``: the domains to give a law even when no job
-    looked at them, :func:`unseen_law` (a domain never seen is not known calm: a planner that
-    thought so would spread its jobs over every unseen rack)."""
+    looked at them, :func:`unseen_law` (a domain never seen is not known calm: believed so, it
+    would look better than one crossed and seen calm, whose law the prior pulls towards the fleet's)."""
     domains = list(domains)
     if not rows:
         return {}

@@ -17,9 +17,9 @@ the fleet of domains) with a half-life of :data:`HALF_LIFE_TICKS` ticks counted 
 periods last hours, so a domain's law follows them, and one no job has crossed for a while falls
 back towards the fleet's.  A domain no job has crossed yet is given the fleet's law, its congested
 share times ``looked / (looked + 1)`` (:func:`~placement.estimate.congestion.unseen_law`): believed
-calm, unseen racks drew the loop's wide jobs over every rack of a pod (3.7 racks more than they
-needed on the wide-jobs cell), each rack one more link to meet congestion on.  Decisions see the
-law on the domain's first switch (:meth:`CongestionLearner.laws`).
+calm, a domain never crossed looked better than one crossed and seen calm (whose law the prior
+pulls towards the fleet's).  Decisions see the law on the domain's first switch
+(:meth:`CongestionLearner.laws`).
 """
 
 from __future__ import annotations
