@@ -25,7 +25,6 @@ pulls towards the fleet's).  Decisions see the law on the domain's first switch
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import numpy as np
 
@@ -77,11 +76,8 @@ class CongestionLearner:
         self.rows = [row for row in self.rows if row[0] > self.tick - self.window]
 
     def laws(self) -> dict[str, Slowdown]:
-        """Each looked-at domain's law, on its first switch (switch id -> law)."""
+        """Each domain's law, on its first switch (switch id -> law): every domain with a switch
+        once any job has looked (the unseen ones :func:`~placement.estimate.congestion.unseen_law`),
+        none before."""
         laws = domain_laws(self.rows, domains=self.first, from_now=True)
         return {self.first[d]: law for d, law in laws.items()}
-
-    def summary(self) -> dict[str, Any]:
-        """How many domains were looked at and how many of them believed congested."""
-        laws = self.laws()
-        return {"domains_looked": len(laws), "domains_congested": sum(not s.is_trivial for s in laws.values())}
