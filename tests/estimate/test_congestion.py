@@ -245,9 +245,8 @@ def test_unseen_domains_get_the_fleets_law_shrunk_and_old_looks_fade_from_now():
     """What the simulator's learner plans by: a domain no job crossed is given the fleet's
     congested share times ``looked / (looked + 1)`` (not calm: else a domain never crossed looks
     better than one crossed and seen calm; not the fleet's whole: one hot domain seen does not make
-    all hot), and with
-    ``from_now`` a domain's looks age from the last bin of all, so one not crossed for a while
-    falls back towards the fleet."""
+    all hot), and with ``from_now`` a domain's looks age from the last bin of all, so one not
+    crossed for a while falls back towards the fleet."""
     from placement.estimate.congestion import domain_laws, unseen_law
 
     hot = [(float(b), 0, 3.0) for b in range(10)]  # domain 0 hot in bins 0-9, then not crossed
