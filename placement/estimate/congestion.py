@@ -127,10 +127,15 @@ def domain_looks(jobs: Iterable[tuple[float, Sequence[int]]], cluster: Cluster) 
 
 
 def domain_laws(
-    rows: Sequence[tuple[float, int, float]], *, domains: Iterable[int] = (), from_now: bool = False
+    rows: Sequence[tuple[float, int, float]],
+    *,
+    domains: Iterable[int] = (),
+    from_now: bool = False,
+    half_life: float = HALF_LIFE_TICKS,
 ) -> dict[int, Slowdown]:
     """Each domain's law from its looks ``(bin, domain, look)``: the ``--logs`` estimator with a
-    half-life of :data:`HALF_LIFE_TICKS` bins, each domain's recency counted from its last look.
+    half-life of ``half_life`` bins (:data:`HALF_LIFE_TICKS`; ``math.inf``: every look alike), each
+    domain's recency counted from its last look.
 
     ``from_now``: recency counted from the last bin of all (now, for a learner that looks at every
     tick), so a domain no job has crossed for a while falls back towards the fleet's law instead
@@ -143,7 +148,7 @@ def domain_laws(
     a = np.asarray(rows, dtype=float)
     dom = a[:, 1].astype(np.int64)
     age_from = np.zeros_like(dom) if from_now else dom
-    est, fleet = estimate_from_ratios(age_from, dom, a[:, 0], a[:, 2], half_life=HALF_LIFE_TICKS)
+    est, fleet = estimate_from_ratios(age_from, dom, a[:, 0], a[:, 2], half_life=half_life)
     out = {int(d): e.slowdown for d, e in est.items()}
     unseen = unseen_law(fleet, len(out))
     return {**out, **{int(d): unseen for d in domains if int(d) not in out}}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from placement.errors import InvalidInputError, PlacementError
+from placement.estimate.congestion import HALF_LIFE_TICKS
 from placement.estimate.gpu_profiles import DRAWS
 from placement.model.records import OBJECTIVES
 from placement.simulation.dynamics import DYNAMICS, EPISODE_MEDIAN_S, PERSISTENT_SHARE
@@ -277,6 +278,11 @@ class SimConfig:
     """Log rows older than this are dropped before a refit (the estimator also weighs by recency)."""
     change_points: str = "off"
     """:data:`CHANGE_POINTS`."""
+    link_half_life_ticks: float | None = HALF_LIFE_TICKS
+    """``estimated`` knowledge: the recency half-life, in estimate ticks, of the looks the learner
+    of congested domains weighs (:mod:`placement.simulation.congestion_book`); ``None``: no
+    recency, every look of the window alike (a domain's share of congestion over the window, the
+    long-run view a job of days lives through; a candidate, not the default)."""
     ratio_to: str = "profiled"
     """:data:`RATIO_TO`: what a logged worker time is divided by (the job's straggler-free time,
     or its median worker's)."""
@@ -355,7 +361,7 @@ class SimConfig:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 problems.append(f"{name} must be a finite number > 0, got {v!r}")
-        for name in ("round_s", "replan_every_s"):
+        for name in ("round_s", "replan_every_s", "link_half_life_ticks"):
             v = getattr(self, name)
             if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
                 problems.append(f"{name} must be a finite number > 0 or None, got {v!r}")

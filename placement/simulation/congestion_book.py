@@ -47,12 +47,16 @@ __all__ = ["CongestionLearner", "MIN_COMM_SHARE", "NOISE_SIGMAS", "HALF_LIFE_TIC
 class CongestionLearner:
     """The looks of every domain with a switch, and their laws (see the module's docstring)."""
 
-    def __init__(self, cluster: Instance, seed: int, window_ticks: int) -> None:
+    def __init__(
+        self, cluster: Instance, seed: int, window_ticks: int, half_life_ticks: float = HALF_LIFE_TICKS
+    ) -> None:
         self.cluster = cluster
         self.cl = cluster_of(cluster)
         self.first = first_switches(cluster, self.cl)
         self.rng = np.random.default_rng([int(seed) % 2**32, 49])  # a stream of its own
         self.window = int(window_ticks)
+        self.half_life = float(half_life_ticks)
+        """The looks' recency half-life in ticks (``math.inf``: every look of the window alike)."""
         self.tick = 0
         self.rows: list[tuple[int, int, float]] = []
         """``(tick, domain, look)``."""
@@ -79,5 +83,5 @@ class CongestionLearner:
         """Each domain's law, on its first switch (switch id -> law): every domain with a switch
         once any job has looked (the unseen ones :func:`~placement.estimate.congestion.unseen_law`),
         none before."""
-        laws = domain_laws(self.rows, domains=self.first, from_now=True)
+        laws = domain_laws(self.rows, domains=self.first, from_now=True, half_life=self.half_life)
         return {self.first[d]: law for d, law in laws.items()}
