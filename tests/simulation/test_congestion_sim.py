@@ -127,3 +127,42 @@ def test_estimated_knowledge_learns_a_hot_link_from_the_jobs_paces():
     # with nothing congested, every look reads 1 and no law is believed
     calm = CongestionLearner(racks(NO_SLOWDOWN, gpus=4), seed=0, window_ticks=100)
     assert calm.laws() == {}
+
+
+def test_the_learners_half_life_sets_how_long_a_hot_period_is_believed(monkeypatch):
+    """A rack hot for its first ten ticks and calm for the next thirty: with the default
+    half-life (12 ticks) the learner believes it congested an eighth of the time; with ``link_half_life_ticks
+    = None`` every look of the window weighs alike: a quarter of them congested; the
+    simulator hands the config's half-life to its learner."""
+    import math
+
+    import placement.simulation.engine as engine
+    from placement.errors import InvalidInputError
+    from placement.simulation.config import SimConfig
+    from placement.simulation.congestion_book import CongestionLearner
+
+    cl = racks(NO_SLOWDOWN, gpus=4)
+    rows = [(t, 1, 3.0 if t <= 10 else 1.0) for t in range(1, 41)]
+    laws = {}
+    for h in (12.0, math.inf):
+        lr = CongestionLearner(cl, seed=0, window_ticks=100, half_life_ticks=h)
+        lr.rows, lr.tick = list(rows), 40
+        laws[h] = next(iter(lr.laws().values()))
+
+    def share(d: Slowdown) -> float:
+        return sum(p for v, p in zip(d.values, d.probs) if v > 1.0)
+
+    assert share(laws[12.0]) < 0.15 and share(laws[math.inf]) == pytest.approx(0.25)
+    seen = []
+    real = CongestionLearner.__init__
+
+    def spy(self, *a, **k):
+        real(self, *a, **k)
+        seen.append(self.half_life)
+
+    monkeypatch.setattr(engine.CongestionLearner, "__init__", spy)
+    for h in (None, 6.0):
+        simulate(cl, one_job(2), method="auto", knowledge="estimated", dynamics="none", link_half_life_ticks=h)
+    assert seen == [math.inf, 6.0]
+    with pytest.raises(InvalidInputError, match="link_half_life_ticks"):
+        SimConfig(link_half_life_ticks=0.0)
