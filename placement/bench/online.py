@@ -223,8 +223,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "proactive-d01": {**PREVIOUS, "decision_time_limit_s": 0.1},
     # forecasts with episode lengths by age class and states weighed by iterations (plan_by="aged")
     "proactive-aged": {**PROACTIVE, "plan_by": "aged"},
-    # the learner of congested domains without recency: each domain's share over the window
+    # the learner of congested domains without recency (each domain's share over the window), and
+    # with half the default recency half-life (6 ticks: an hour at the default estimate period)
     "proactive-links": {**PROACTIVE, "link_half_life_ticks": None},
+    "proactive-links6": {**PROACTIVE, "link_half_life_ticks": 6.0},
     "clairvoyant": {"method": "auto", "knowledge": "clairvoyant", **REPLAN, "restart_s": 0.0},
     # the replay's control: oracle knowledge on its own start times (reproduces oracle's run exactly)
     "oracle-replay-oracle": {**CONFIGS_ORACLE, "queue": "replay", "replay_of": "oracle", "patience": 0.0},
