@@ -24,6 +24,7 @@ pulls towards the fleet's).  Decisions see the law on the domain's first switch
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -48,15 +49,15 @@ class CongestionLearner:
     """The looks of every domain with a switch, and their laws (see the module's docstring)."""
 
     def __init__(
-        self, cluster: Instance, seed: int, window_ticks: int, half_life_ticks: float = HALF_LIFE_TICKS
+        self, cluster: Instance, seed: int, window_ticks: int, half_life_ticks: float | None = HALF_LIFE_TICKS
     ) -> None:
         self.cluster = cluster
         self.cl = cluster_of(cluster)
         self.first = first_switches(cluster, self.cl)
         self.rng = np.random.default_rng([int(seed) % 2**32, 49])  # a stream of its own
         self.window = int(window_ticks)
-        self.half_life = float(half_life_ticks)
-        """The looks' recency half-life in ticks (``math.inf``: every look of the window alike)."""
+        self.half_life = math.inf if half_life_ticks is None else float(half_life_ticks)
+        """The looks' recency half-life in ticks (``None`` given, ``math.inf``: every look of the window alike)."""
         self.tick = 0
         self.rows: list[tuple[int, int, float]] = []
         """``(tick, domain, look)``."""

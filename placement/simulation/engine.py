@@ -104,11 +104,8 @@ class _Simulation(Replanning):
         self.book = GpuBook(cluster, knows_factors=cfg.knowledge in ("oracle", "clairvoyant", "hindsight"))
         self.learner = GpuLearner(cluster) if self.book and cfg.knowledge == "estimated" else None
         window = math.ceil(cfg.estimate_window_s / cfg.estimate_every_s)
-        self.links = (
-            CongestionLearner(cluster, cfg.seed, window, math.inf if (h := cfg.link_half_life_ticks) is None else h)
-            if cfg.knowledge == "estimated"
-            else None
-        )
+        half_life = cfg.link_half_life_ticks
+        self.links = CongestionLearner(cluster, cfg.seed, window, half_life) if cfg.knowledge == "estimated" else None
         self.decisions = DecisionLog(decisions_path) if decisions_path is not None else None
         self.cfg = cfg
         self.jobs = list(workload.jobs)
